@@ -1,0 +1,98 @@
+package auth
+
+import (
+	"lookout/store"
+)
+
+// RequireScope is the scope stage of CONTRACTS §2 for a Management Token (a session has no
+// scopes: its role decides). Returns forbidden.
+func RequireScope(p *Principal, scope string) error {
+	if p.Token == nil {
+		return nil
+	}
+	for _, s := range p.Token.Scopes {
+		if s == scope {
+			return nil
+		}
+	}
+	return forbidden("the Management Token lacks the %s scope", scope)
+}
+
+// Workspace checks that the caller may act in a workspace (write: change it) and returns
+// their role. A token only works in its own workspace. Returns forbidden.
+func (s *Service) Workspace(p *Principal, wsID string, write bool) (string, error) {
+	role := p.Role
+	if p.Token != nil {
+		if wsID != p.Token.WorkspaceID {
+			return "", forbidden("the Management Token belongs to another workspace")
+		}
+	} else {
+		m, err := s.store.Membership(wsID, p.UserID)
+		if store.IsCode(err, store.CodeNotFound) {
+			return "", forbidden("you are not a member of this workspace")
+		}
+		if err != nil {
+			return "", err
+		}
+		role = m.Role
+	}
+	if write && !store.CanWrite(role) {
+		return "", forbidden("only workspace owners and admins may change this")
+	}
+	return role, nil
+}
+
+// Project checks that the caller may act on a project and returns it. For a token the
+// allowlist is checked first, before the project is even read, so a restricted token
+// learns nothing of other projects. Returns forbidden, not_found.
+func (s *Service) Project(p *Principal, projectID string, write bool) (store.Project, error) {
+	if t := p.Token; t != nil && t.Restricted() && !contains(t.ProjectIDs, projectID) {
+		return store.Project{}, forbidden("the project is outside the Management Token's project allowlist")
+	}
+	a, err := s.store.ProjectAccessFor(projectID, p.UserID)
+	if err != nil {
+		return store.Project{}, err
+	}
+	if p.Token != nil && a.Project.WorkspaceID != p.Token.WorkspaceID {
+		return store.Project{}, forbidden("the Management Token belongs to another workspace")
+	}
+	if a.Role == "" {
+		return store.Project{}, forbidden("you are not a member of this project's workspace")
+	}
+	if a.Project.AccessMode == store.AccessRestricted && !store.CanWrite(a.Role) && !a.Listed {
+		return store.Project{}, forbidden("this project is restricted to its listed members")
+	}
+	if write && !store.CanWrite(a.Role) {
+		return store.Project{}, forbidden("only workspace owners and admins may change this")
+	}
+	return a.Project, nil
+}
+
+// CreateProjectAllowed checks that the caller may create a project in a workspace: a
+// project-restricted token may not (a new project is outside every allowlist).
+// Returns forbidden.
+func (s *Service) CreateProjectAllowed(p *Principal, wsID string) error {
+	if p.Token != nil && p.Token.Restricted() {
+		return forbidden("creating projects requires a workspace-wide Management Token")
+	}
+	_, err := s.Workspace(p, wsID, true)
+	return err
+}
+
+// ProjectFilter is the list filter that shows a caller only the projects they may access.
+func (s *Service) ProjectFilter(p *Principal, wsID, role string) store.ProjectFilter {
+	f := store.ProjectFilter{WorkspaceID: wsID, UserID: p.UserID, SeeRestricted: store.CanWrite(role)}
+	if p.Token != nil && p.Token.Restricted() {
+		f.OnlyIDs = p.Token.ProjectIDs
+	}
+	return f
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

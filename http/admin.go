@@ -1,0 +1,93 @@
+package http
+
+import (
+	"net/http"
+	"strconv"
+
+	"lookout/auth"
+)
+
+// AdminHandler serves the admin socket (<data-dir>/lookout.sock, mode 0600): while serve
+// holds the data file, the CLI's admin, token, backup and check commands act through it.
+// Access is the socket file's permission; there is no other authentication.
+func (s *Server) AdminHandler() http.Handler {
+	m := s.newMux("admin")
+	m.handle(http.MethodPost, "/v1/owners", route{body: true}, s.handleAdminCreateOwner)
+	m.handle(http.MethodPost, "/v1/tokens", route{body: true}, s.handleAdminCreateToken)
+	m.handle(http.MethodGet, "/v1/backup", route{}, s.handleAdminBackup)
+	m.handle(http.MethodGet, "/v1/check", route{}, s.handleAdminCheck)
+	return m.r
+}
+
+// OwnerRequest is the admin socket's create-owner body.
+type OwnerRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Name     string `json:"name"`
+}
+
+// AdminTokenRequest is the admin socket's token body: a token request for an account named
+// by e-mail address.
+type AdminTokenRequest struct {
+	Email string `json:"email"`
+	auth.TokenRequest
+}
+
+func (s *Server) handleAdminCreateOwner(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in OwnerRequest
+	if err := decodeJSON(c.body, &in); err != nil {
+		return err
+	}
+	u, ws, err := auth.CreateOwner(s.store, in.Email, in.Password, in.Name)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, map[string]any{"user": u, "workspace": ws})
+	return nil
+}
+
+func (s *Server) handleAdminCreateToken(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in AdminTokenRequest
+	if err := decodeJSON(c.body, &in); err != nil {
+		return err
+	}
+	u, err := s.store.UserByEmail(in.Email)
+	if err != nil {
+		return err
+	}
+	tok, t, err := auth.CreateToken(s.store, u.ID, in.TokenRequest)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, createdToken{ManagementToken: t, Token: tok})
+	return nil
+}
+
+// handleAdminBackup streams a consistent copy of the data file from one read transaction,
+// with its exact length up front so that a cut-off copy is detectable.
+func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *call) error {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	n, err := s.store.Backup(w, func(size int64) {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	})
+	if err != nil && n == 0 {
+		return err
+	}
+	if err != nil {
+		// The status is sent; the short body tells the client the copy failed.
+		s.log.Error("backup stream failed", "err", err, "written", n)
+	}
+	return nil
+}
+
+func (s *Server) handleAdminCheck(w http.ResponseWriter, r *http.Request, c *call) error {
+	problems, err := s.store.Check()
+	if err != nil {
+		return err
+	}
+	if problems == nil {
+		problems = []string{}
+	}
+	writeData(w, http.StatusOK, map[string]any{"problems": problems})
+	return nil
+}

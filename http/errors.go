@@ -1,0 +1,89 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"lookout/store"
+)
+
+// statusOf is the one table from error codes to HTTP statuses.
+var statusOf = map[string]int{
+	store.CodeInvalidJSON:          http.StatusBadRequest,
+	store.CodeValidation:           http.StatusBadRequest,
+	store.CodeUnauthenticated:      http.StatusUnauthorized,
+	store.CodeForbidden:            http.StatusForbidden,
+	store.CodeNotFound:             http.StatusNotFound,
+	store.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	store.CodeConflict:             http.StatusConflict,
+	store.CodePreconditionFailed:   http.StatusPreconditionFailed,
+	store.CodeTooLarge:             http.StatusRequestEntityTooLarge,
+	store.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	store.CodeRateLimited:          http.StatusTooManyRequests,
+	store.CodeUnavailable:          http.StatusServiceUnavailable,
+	store.CodeInternal:             http.StatusInternalServerError,
+}
+
+// errorBody is the error envelope (CONTRACTS §1).
+type errorBody struct {
+	Error   bool               `json:"error"`
+	Message string             `json:"message"`
+	Code    string             `json:"code"`
+	Fields  []store.FieldError `json:"fields,omitempty"`
+}
+
+// retryAfter wraps an error with the wait a 429 or 503 should advertise.
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (e retryAfter) Error() string { return e.err.Error() }
+func (e retryAfter) Unwrap() error { return e.err }
+
+// writeError writes the envelope for any error. Application errors show their own message;
+// anything else is logged with its detail and shown as "internal error".
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *store.Error
+	body := errorBody{Error: true, Code: store.CodeInternal, Message: "internal error"}
+	if errors.As(err, &e) {
+		body.Code, body.Message, body.Fields = e.Code, e.Message, e.Fields
+	} else {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	status, ok := statusOf[body.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	var ra retryAfter
+	if errors.As(err, &ra) {
+		secs := int(ra.after.Round(time.Second) / time.Second)
+		if secs < 1 {
+			secs = 1
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="lookout"`)
+	}
+	writeJSON(w, status, body)
+}
+
+func errMethodNotAllowed(method string) error {
+	return store.Errorf(store.CodeMethodNotAllowed, "method %s is not allowed on this route", method)
+}
+
+func errNoRoute(path string) error {
+	return store.Errorf(store.CodeNotFound, "no route %s", truncate(path, 200))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func errf(code, format string, args ...any) error { return store.Errorf(code, format, args...) }

@@ -1,0 +1,44 @@
+package http
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the Prometheus series of one Server, in their own registry so several servers
+// (tests) never collide.
+type metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+func newMetrics(storeSize func() float64) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lookout_http_requests_total",
+		Help: "HTTP requests answered, by listener, route pattern, method and status.",
+	}, []string{"listener", "route", "method", "status"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "lookout_http_request_duration_seconds",
+		Help:    "Time to answer HTTP requests, by listener, route pattern, method and status.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"listener", "route", "method", "status"})
+	m.reg.MustRegister(m.requests, m.latency,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "lookout_store_size_bytes",
+			Help: "Size of the control-plane data file (lookout.db).",
+		}, storeSize),
+	)
+	return m
+}
+
+func (m *metrics) observe(listener, route, method string, status int, seconds float64) {
+	st := strconv.Itoa(status)
+	m.requests.WithLabelValues(listener, route, method, st).Inc()
+	m.latency.WithLabelValues(listener, route, method, st).Observe(seconds)
+}

@@ -1,0 +1,312 @@
+// Package http is Lookout's transport: one Server builds the routers of the three listeners
+// (console + Management API, ingest, query), the middleware and the error table. Handlers
+// translate between HTTP and the services; they hold no business rules.
+package http
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"lookout/auth"
+	"lookout/limits"
+	"lookout/store"
+)
+
+// Server holds the services the handlers call and builds the listeners' handlers.
+type Server struct {
+	store   *store.Store
+	auth    *auth.Service
+	log     *slog.Logger
+	now     func() time.Time
+	ready   func() error
+	version string
+
+	loginLimit *limits.Keyed
+	metrics    *metrics
+}
+
+// Config wires a Server.
+type Config struct {
+	Store *store.Store
+	Auth  *auth.Service
+	Log   *slog.Logger
+	// Now is the clock (tests inject one); nil means time.Now.
+	Now func() time.Time
+	// Ready reports whether the service can take traffic; nil means always.
+	Ready   func() error
+	Version string
+}
+
+// NewServer returns a Server.
+func NewServer(c Config) *Server {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Ready == nil {
+		c.Ready = func() error { return nil }
+	}
+	s := &Server{
+		store: c.Store, auth: c.Auth, log: c.Log, now: c.Now, ready: c.Ready, version: c.Version,
+		// Ten sign-in attempts a minute per client address blunts password guessing without
+		// getting in a person's way.
+		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
+	}
+	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
+	return s
+}
+
+// ConsoleHandler serves the console API (/api/v1), the Management API (/management/v1),
+// health and metrics.
+func (s *Server) ConsoleHandler() http.Handler {
+	m := s.newMux("console")
+	m.r.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.registerAuthRoutes(m)
+	s.registerWorkspaceRoutes(m)
+	s.registerTokenRoutes(m)
+	for _, b := range []base{consoleBase, managementBase} {
+		s.registerProjectRoutes(m, b)
+	}
+	return m.r
+}
+
+// IngestHandler serves the ingest runtime listener.
+func (s *Server) IngestHandler() http.Handler { return s.newMux("ingest").r }
+
+// QueryHandler serves the query runtime listener.
+func (s *Server) QueryHandler() http.Handler { return s.newMux("query").r }
+
+// base is one of the two API roots that share resource routes.
+type base struct {
+	prefix string
+	auth   authKind
+}
+
+var (
+	consoleBase    = base{prefix: "/api/v1", auth: authSession}
+	managementBase = base{prefix: "/management/v1", auth: authToken}
+)
+
+type authKind int
+
+const (
+	authNone    authKind = iota
+	authSession          // console session JWT
+	authToken            // Management Token
+)
+
+// target says where a route's workspace or project comes from, so access is decided before
+// the handler runs.
+type target int
+
+const (
+	targetNone           target = iota
+	targetWorkspaceQuery        // ?workspace_id=
+	targetNewProjectBody        // body workspace_id, and the caller may create projects there
+	targetProjectParam          // the {id} of /projects/{id}
+)
+
+// route describes one endpoint.
+type route struct {
+	auth   authKind
+	family string // Management scope family
+	target target
+	body   bool // reads a JSON body
+}
+
+// call is what the middleware learned about a request before its handler runs.
+type call struct {
+	params  httprouter.Params
+	p       *auth.Principal
+	body    []byte
+	role    string        // the caller's role in the target workspace
+	project store.Project // the target project, when the route has one
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c *call) error
+
+type mux struct {
+	s        *Server
+	r        *httprouter.Router
+	listener string
+}
+
+func (s *Server) newMux(listener string) *mux {
+	m := &mux{s: s, listener: listener, r: httprouter.New()}
+	// An API answers where it was asked; it never redirects to a "fixed" path.
+	m.r.RedirectTrailingSlash = false
+	m.r.RedirectFixedPath = false
+	m.r.HandleOPTIONS = false
+	m.r.HandleMethodNotAllowed = true
+	m.r.NotFound = withoutParams(m.wrap("unmatched", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		return errNoRoute(r.URL.Path)
+	}))
+	m.r.MethodNotAllowed = withoutParams(m.wrap("unmatched", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		return errMethodNotAllowed(r.Method)
+	}))
+	m.r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
+		s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+		s.writeError(w, r, errf(store.CodeInternal, "internal error"))
+	}
+	m.handle(http.MethodGet, "/healthz", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		writeData(w, http.StatusOK, map[string]string{"status": "ok", "version": s.version})
+		return nil
+	})
+	m.handle(http.MethodGet, "/readyz", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		if err := s.ready(); err != nil {
+			return errf(store.CodeUnavailable, "not ready: %s", err.Error())
+		}
+		writeData(w, http.StatusOK, map[string]string{"status": "ready"})
+		return nil
+	})
+	return m
+}
+
+func (m *mux) handle(method, path string, rt route, h handler) {
+	m.r.Handle(method, path, m.wrap(path, rt, h))
+}
+
+func withoutParams(h httprouter.Handle) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
+}
+
+// wrap is the one adapter from handler to http.Handler: panic recovery, metrics, logging,
+// authentication, the scope check, the body cap and the target's access check, in the
+// order of CONTRACTS §2 (401, then 403, then the handler).
+func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
+	s := m.s
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.writeError(sw, r, errf(store.CodeInternal, "internal error"))
+				}
+			}
+			d := time.Since(start)
+			s.metrics.observe(m.listener, pattern, r.Method, sw.code(), d.Seconds())
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("request", "listener", m.listener, "method", r.Method, "path", r.URL.Path, "status", sw.code(), "duration", d)
+			}
+		}()
+		c := &call{params: ps}
+		if err := s.prepare(sw, r, rt, c); err != nil {
+			s.writeError(sw, r, err)
+			return
+		}
+		if err := h(sw, r, c); err != nil {
+			s.writeError(sw, r, err)
+		}
+	}
+}
+
+func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *call) error {
+	var err error
+	switch rt.auth {
+	case authSession:
+		c.p, err = s.auth.AuthenticateSession(r.Header.Get("Authorization"))
+	case authToken:
+		if c.p, err = s.auth.AuthenticateToken(r.Header.Get("Authorization")); err == nil {
+			err = auth.RequireScope(c.p, auth.RouteScope(rt.family, r.Method))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if rt.body {
+		if c.body, err = readBody(w, r); err != nil {
+			return err
+		}
+	}
+	write := auth.IsWrite(r.Method)
+	switch rt.target {
+	case targetWorkspaceQuery:
+		ws := r.URL.Query().Get("workspace_id")
+		if ws == "" {
+			return store.Invalid(store.FieldError{Field: "workspace_id", Message: "is required"})
+		}
+		c.role, err = s.auth.Workspace(c.p, ws, write)
+	case targetNewProjectBody:
+		var ws string
+		if ws, err = bodyString(c.body, "workspace_id"); err == nil {
+			err = s.auth.CreateProjectAllowed(c.p, ws)
+		}
+	case targetProjectParam:
+		c.project, err = s.auth.Project(c.p, c.params.ByName("id"), write)
+	}
+	return err
+}
+
+// bodyString reads one required string field of a JSON object body, for access checks that
+// must run before the handler decodes the whole body.
+func bodyString(body []byte, field string) (string, error) {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(body, &probe); err != nil {
+		if len(body) > 0 && body[0] != '{' {
+			return "", errf(store.CodeInvalidJSON, "request body must be a JSON object")
+		}
+		return "", jsonError(err)
+	}
+	raw, ok := probe[field]
+	var v string
+	if !ok || string(raw) == "null" {
+		return "", store.Invalid(store.FieldError{Field: field, Message: "is required"})
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v == "" {
+		return "", store.Invalid(store.FieldError{Field: field, Message: "must be a non-empty string"})
+	}
+	return v, nil
+}
+
+// clientIP is the peer address of a request (Lookout trusts no forwarding headers).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// statusWriter remembers the status a handler wrote, for metrics and logs.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the real writer (flush, hijack, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) code() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}

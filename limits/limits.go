@@ -1,0 +1,68 @@
+// Package limits holds the service's request budgets: keyed token buckets and body caps.
+package limits
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// ManagementBody is the largest console or Management request body (spec §8): 2 MiB.
+const ManagementBody = 2 << 20
+
+// Keyed is a set of token buckets, one per key (a client IP, a channel id), created on first
+// use and forgotten after a while idle so the map does not grow without bound.
+type Keyed struct {
+	limit rate.Limit
+	burst int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	swept   time.Time
+}
+
+type bucket struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// idleAfter is how long an untouched bucket is kept; by then it has refilled anyway.
+const idleAfter = 10 * time.Minute
+
+// NewKeyed allows each key `per` events per `every` with bursts up to `per`.
+func NewKeyed(per int, every time.Duration, now func() time.Time) *Keyed {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keyed{limit: rate.Every(every / time.Duration(per)), burst: per, now: now, buckets: map[string]*bucket{}}
+}
+
+// Allow takes one token from key's bucket. When none is left it returns false and how long
+// until one will be.
+func (k *Keyed) Allow(key string) (bool, time.Duration) {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Sub(k.swept) > idleAfter {
+		for key, b := range k.buckets {
+			if now.Sub(b.seen) > idleAfter {
+				delete(k.buckets, key)
+			}
+		}
+		k.swept = now
+	}
+	b := k.buckets[key]
+	if b == nil {
+		b = &bucket{lim: rate.NewLimiter(k.limit, k.burst)}
+		k.buckets[key] = b
+	}
+	b.seen = now
+	r := b.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}

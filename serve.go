@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"lookout/auth"
+	apphttp "lookout/http"
+	"lookout/store"
+)
+
+// serveOptions are serve's flags (each also read from LOOKOUT_<FLAG>).
+type serveOptions struct {
+	*globalOptions
+	addr, ingestAddr, queryAddr string
+	tlsCert, tlsKey             string
+	ingestTLSCert, ingestTLSKey string
+	queryTLSCert, queryTLSKey   string
+	logFormat, logLevel         string
+	ephemeral                   bool
+	shutdownTimeout             time.Duration
+}
+
+func newServeCommand(g *globalOptions) *cobra.Command {
+	o := &serveOptions{globalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the service: console + Management API, ingest and query listeners",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.ephemeral {
+				// A fixture must never collide with a running instance: free ports unless
+				// the caller chose them.
+				for _, f := range []struct {
+					name string
+					v    *string
+				}{{"addr", &o.addr}, {"ingest-addr", &o.ingestAddr}, {"query-addr", &o.queryAddr}} {
+					if !flagGiven(cmd, f.name) {
+						*f.v = "127.0.0.1:0"
+					}
+				}
+				if !flagGiven(cmd, "data-dir") {
+					o.dataDir = "" // a fresh temporary directory, removed on exit
+				}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runServe(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "console and Management API listen address")
+	f.StringVar(&o.ingestAddr, "ingest-addr", "127.0.0.1:8081", "ingest runtime listen address")
+	f.StringVar(&o.queryAddr, "query-addr", "127.0.0.1:8082", "query runtime listen address")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "console listener TLS certificate (PEM)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "console listener TLS key (PEM)")
+	f.StringVar(&o.ingestTLSCert, "ingest-tls-cert", "", "ingest listener TLS certificate (PEM); client certificates are requested for mTLS")
+	f.StringVar(&o.ingestTLSKey, "ingest-tls-key", "", "ingest listener TLS key (PEM)")
+	f.StringVar(&o.queryTLSCert, "query-tls-cert", "", "query listener TLS certificate (PEM); client certificates are requested for mTLS")
+	f.StringVar(&o.queryTLSKey, "query-tls-key", "", "query listener TLS key (PEM)")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
+	return cmd
+}
+
+// flagGiven reports whether a flag was set on the command line or through its environment
+// variable.
+func flagGiven(cmd *cobra.Command, name string) bool {
+	_, env := os.LookupEnv(envName(name))
+	return cmd.Flags().Changed(name) || env
+}
+
+func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// fixture is the line `serve --ephemeral` prints: everything an integration test needs.
+type fixture struct {
+	BaseURL         string `json:"base_url"`
+	IngestURL       string `json:"ingest_url"`
+	QueryURL        string `json:"query_url"`
+	DataDir         string `json:"data_dir"`
+	WorkspaceID     string `json:"workspace_id"`
+	OwnerEmail      string `json:"owner_email"`
+	OwnerPassword   string `json:"owner_password"`
+	ManagementToken string `json:"management_token"`
+}
+
+func runServe(ctx context.Context, o *serveOptions, stdout, stderr interface{ Write([]byte) (int, error) }) error {
+	errf, _ := stderr.(*os.File)
+	if errf == nil {
+		errf = os.Stderr
+	}
+	log, err := newLogger(o.logFormat, o.logLevel, errf)
+	if err != nil {
+		return err
+	}
+	m := &Main{opts: *o, Log: log}
+	if err := m.Open(); err != nil {
+		return err
+	}
+	if m.Fixture != nil {
+		line, _ := json.Marshal(m.Fixture)
+		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+			m.Close(context.Background())
+			return err
+		}
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: draining in-flight requests", "timeout", o.shutdownTimeout)
+	case serveErr = <-m.errc:
+		log.Error("listener failed; shutting down", "err", serveErr)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := m.Close(sctx); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return serveErr
+}
+
+// Main owns the wiring of one running service: it opens the store, starts the workers and
+// listeners, and Close shuts them down in reverse order.
+type Main struct {
+	opts serveOptions
+	Log  *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	Store *store.Store
+	Auth  *auth.Service
+	HTTP  *apphttp.Server
+
+	BaseURL, IngestURL, QueryURL string
+	Fixture                      *fixture
+
+	dataDir     string
+	ownsDataDir bool
+	servers   []*http.Server
+	admin     *http.Server
+	sockPath  string
+	errc      chan error
+	closing   atomic.Bool
+	flushStop chan struct{}
+	flushDone chan struct{}
+	wg        sync.WaitGroup
+}
+
+// Open opens the data dir and starts serving. On error everything opened so far is closed.
+func (m *Main) Open() (err error) {
+	defer func() {
+		if err != nil {
+			m.Close(context.Background())
+		}
+	}()
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	m.errc = make(chan error, 4)
+	m.dataDir = m.opts.dataDir
+	if m.dataDir == "" {
+		if m.dataDir, err = os.MkdirTemp("", "lookout-ephemeral-"); err != nil {
+			return err
+		}
+		m.ownsDataDir = true
+	}
+	if err := os.MkdirAll(m.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond}); err != nil {
+		return err
+	}
+	sealer, err := openSealer(m.opts.globalOptions, m.dataDir)
+	if err != nil {
+		return err
+	}
+	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)
+	m.HTTP = apphttp.NewServer(apphttp.Config{
+		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
+		Ready: func() error {
+			if m.closing.Load() {
+				return errors.New("shutting down")
+			}
+			return nil
+		},
+	})
+	if m.opts.ephemeral {
+		if m.Fixture, err = bootstrapFixture(m.Store, m.dataDir); err != nil {
+			return err
+		}
+	}
+
+	m.flushStop, m.flushDone = make(chan struct{}), make(chan struct{})
+	go m.flushUsage()
+
+	if err := m.startAdminSocket(); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		name, addr, cert, key string
+		h                     http.Handler
+		mtls                  bool
+		url                   *string
+	}{
+		{"console", m.opts.addr, m.opts.tlsCert, m.opts.tlsKey, m.HTTP.ConsoleHandler(), false, &m.BaseURL},
+		{"ingest", m.opts.ingestAddr, m.opts.ingestTLSCert, m.opts.ingestTLSKey, m.HTTP.IngestHandler(), true, &m.IngestURL},
+		{"query", m.opts.queryAddr, m.opts.queryTLSCert, m.opts.queryTLSKey, m.HTTP.QueryHandler(), true, &m.QueryURL},
+	} {
+		u, err := m.listen(l.name, l.addr, l.cert, l.key, l.mtls, l.h)
+		if err != nil {
+			return err
+		}
+		*l.url = u
+	}
+	if m.Fixture != nil {
+		m.Fixture.BaseURL, m.Fixture.IngestURL, m.Fixture.QueryURL = m.BaseURL, m.IngestURL, m.QueryURL
+	}
+	return nil
+}
+
+func openSealer(g *globalOptions, dataDir string) (*store.Sealer, error) {
+	keyFile := g.masterKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(dataDir, "lookout.key")
+	}
+	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"))
+	if err != nil {
+		return nil, err
+	}
+	return store.NewSealer(key)
+}
+
+// listen binds one listener and serves it in the background. Runtime listeners with TLS
+// request (not require) client certificates, so mTLS clients can present one.
+func (m *Main) listen(name, addr, cert, key string, mtls bool, h http.Handler) (string, error) {
+	if (cert == "") != (key == "") {
+		return "", fmt.Errorf("%s listener: give both a TLS certificate and a key, or neither", name)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("%s listener: %w", name, err)
+	}
+	scheme := "http"
+	if cert != "" {
+		pair, err := tls.LoadX509KeyPair(cert, key)
+		if err != nil {
+			ln.Close()
+			return "", fmt.Errorf("%s listener TLS: %w", name, err)
+		}
+		cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+		if mtls {
+			cfg.ClientAuth = tls.RequestClientCert
+		}
+		ln = tls.NewListener(ln, cfg)
+		scheme = "https"
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
+	}
+	m.servers = append(m.servers, srv)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("%s listener: %w", name, err)
+		}
+	}()
+	u := scheme + "://" + ln.Addr().String()
+	m.Log.Info("listening", "listener", name, "url", u)
+	return u, nil
+}
+
+// startAdminSocket serves the admin API on <data-dir>/lookout.sock, mode 0600. A socket
+// file left by a killed server is stale (we hold the data file's lock), so it is replaced.
+func (m *Main) startAdminSocket() error {
+	m.sockPath = filepath.Join(m.dataDir, "lookout.sock")
+	_ = os.Remove(m.sockPath)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", m.sockPath)
+	syscall.Umask(old)
+	if err != nil {
+		return fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(m.sockPath, 0o600); err != nil {
+		ln.Close()
+		return err
+	}
+	m.admin = &http.Server{Handler: m.HTTP.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.errc <- fmt.Errorf("admin socket: %w", err)
+		}
+	}()
+	return nil
+}
+
+// flushUsage writes batched token last_used_at times every few seconds.
+func (m *Main) flushUsage() {
+	defer close(m.flushDone)
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := m.Auth.FlushUsage(); err != nil {
+				m.Log.Error("write token usage", "err", err)
+			}
+		case <-m.flushStop:
+			return
+		}
+	}
+}
+
+// Close stops accepting, drains in-flight requests until ctx ends, flushes batched
+// bookkeeping and closes the store, in reverse order of Open. It is safe to call twice.
+func (m *Main) Close(ctx context.Context) error {
+	if m.closing.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for _, srv := range m.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+			srv.Close()
+		}
+	}
+	if m.admin != nil {
+		if err := m.admin.Shutdown(ctx); err != nil {
+			m.admin.Close()
+		}
+		_ = os.Remove(m.sockPath)
+	}
+	m.wg.Wait()
+	if m.flushStop != nil {
+		close(m.flushStop)
+		<-m.flushDone
+	}
+	if m.Auth != nil {
+		if err := m.Auth.FlushUsage(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.Store != nil {
+		if err := m.Store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.ownsDataDir {
+		_ = os.RemoveAll(m.dataDir)
+	}
+	return errors.Join(errs...)
+}
+
+// bootstrapFixture makes the ephemeral owner and its workspace-wide, all-scopes token.
+func bootstrapFixture(st *store.Store, dataDir string) (*fixture, error) {
+	var pw [18]byte
+	_, _ = rand.Read(pw[:])
+	password := base64.RawURLEncoding.EncodeToString(pw[:])
+	email := "owner@lookout.local"
+	u, ws, err := auth.CreateOwner(st, email, password, "Ephemeral Owner")
+	if err != nil {
+		return nil, err
+	}
+	tok, _, err := auth.CreateToken(st, u.ID, auth.TokenRequest{Name: "ephemeral", WorkspaceID: ws.ID, Scopes: auth.AllScopes()})
+	if err != nil {
+		return nil, err
+	}
+	return &fixture{DataDir: dataDir, WorkspaceID: ws.ID, OwnerEmail: email, OwnerPassword: password, ManagementToken: tok}, nil
+}

@@ -1,0 +1,51 @@
+package store
+
+// Every bucket name and key encoding lives here. Names carry a version suffix: a change of a
+// value's encoding gets a new bucket and a migration (migrate.go), never an in-place rewrite
+// that an older binary would misread.
+//
+// Keys are byte strings that sort in the order lists are served: ids are ULIDs (time-ordered),
+// composite keys join their parts with a 0 byte, which sorts below every id character.
+var (
+	bucketMeta = []byte("meta") // schemaVersionKey -> big-endian uint64
+
+	bucketUsers        = []byte("users.v1")          // user id -> userRecord JSON
+	bucketUsersByEmail = []byte("users_by_email.v1") // lower-case email -> user id
+
+	bucketWorkspaces        = []byte("workspaces.v1")          // workspace id -> Workspace JSON
+	bucketMemberships       = []byte("memberships.v1")         // ws id 0 user id -> Membership JSON
+	bucketMembershipsByUser = []byte("memberships_by_user.v1") // user id 0 ws id -> nil
+
+	bucketProjects            = []byte("projects.v1")              // project id -> Project JSON
+	bucketProjectsByWorkspace = []byte("projects_by_workspace.v1") // ws id 0 project id -> nil
+	bucketProjectMembers      = []byte("project_members.v1")       // project id 0 user id -> nil
+
+	bucketTokens         = []byte("mgmt_tokens.v1")           // token id -> tokenRecord JSON
+	bucketTokensByPrefix = []byte("mgmt_tokens_by_prefix.v1") // token prefix -> token id
+	bucketTokensByUser   = []byte("mgmt_tokens_by_user.v1")   // user id 0 token id -> nil
+
+	bucketSessions = []byte("sessions.v1") // session id -> Session JSON
+)
+
+var schemaVersionKey = []byte("schema_version")
+
+// pairKey joins two key parts with a 0 byte.
+func pairKey(a, b string) []byte {
+	k := make([]byte, 0, len(a)+1+len(b))
+	k = append(k, a...)
+	k = append(k, 0)
+	return append(k, b...)
+}
+
+// pairPrefix is the key prefix of every pairKey(a, …).
+func pairPrefix(a string) []byte { return pairKey(a, "") }
+
+// pairSecond returns the part after the 0 byte of a pairKey.
+func pairSecond(k []byte) string {
+	for i, c := range k {
+		if c == 0 {
+			return string(k[i+1:])
+		}
+	}
+	return ""
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Check verifies the data file: bbolt's own page-level consistency check, then Lookout's
+// invariants (every index entry points at a record that points back, every reference
+// resolves, every workspace keeps an owner). It returns every problem found; none means
+// the file is sound. It runs in one read transaction, so it is safe while serving.
+func (s *Store) Check() ([]string, error) {
+	var problems []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			problems = append(problems, "bbolt: "+err.Error())
+		}
+		problems = append(problems, checkInvariants(tx)...)
+		return nil
+	})
+	return problems, err
+}
+
+func checkInvariants(tx *bolt.Tx) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	exists := func(b []byte, key string) bool { return tx.Bucket(b).Get([]byte(key)) != nil }
+
+	// Users and their e-mail index are a bijection.
+	users := 0
+	_ = tx.Bucket(bucketUsers).ForEach(func(k, v []byte) error {
+		users++
+		var r userRecord
+		if err := getJSONBytes(v, &r); err != nil {
+			bad("user %s: undecodable: %v", k, err)
+			return nil
+		}
+		if r.ID != string(k) {
+			bad("user %s: stored under another id (%s)", k, r.ID)
+		}
+		if id := tx.Bucket(bucketUsersByEmail).Get([]byte(r.Email)); string(id) != r.ID {
+			bad("user %s: e-mail index entry missing or wrong", k)
+		}
+		return nil
+	})
+	if n := tx.Bucket(bucketUsersByEmail).Stats().KeyN; n != users {
+		bad("e-mail index has %d entries for %d users", n, users)
+	}
+
+	// Memberships reference live users and workspaces, and are indexed both ways.
+	owners := map[string]int{}
+	_ = tx.Bucket(bucketMemberships).ForEach(func(k, v []byte) error {
+		var m Membership
+		if err := getJSONBytes(v, &m); err != nil {
+			bad("membership %q: undecodable: %v", k, err)
+			return nil
+		}
+		if string(pairKey(m.WorkspaceID, m.UserID)) != string(k) {
+			bad("membership %q: key does not match its value", k)
+		}
+		if !exists(bucketUsers, m.UserID) || !exists(bucketWorkspaces, m.WorkspaceID) {
+			bad("membership %s/%s: user or workspace missing", m.WorkspaceID, m.UserID)
+		}
+		if tx.Bucket(bucketMembershipsByUser).Get(pairKey(m.UserID, m.WorkspaceID)) == nil {
+			bad("membership %s/%s: by-user index entry missing", m.WorkspaceID, m.UserID)
+		}
+		if m.Role == RoleOwner {
+			owners[m.WorkspaceID]++
+		}
+		return nil
+	})
+	_ = tx.Bucket(bucketMembershipsByUser).ForEach(func(k, _ []byte) error {
+		uid, wsID := firstPart(k), pairSecond(k)
+		if tx.Bucket(bucketMemberships).Get(pairKey(wsID, uid)) == nil {
+			bad("by-user membership index %s/%s points at no membership", uid, wsID)
+		}
+		return nil
+	})
+	_ = tx.Bucket(bucketWorkspaces).ForEach(func(k, _ []byte) error {
+		if owners[string(k)] == 0 {
+			bad("workspace %s has no owner", k)
+		}
+		return nil
+	})
+
+	// Projects belong to live workspaces and are indexed under them.
+	projects := 0
+	_ = tx.Bucket(bucketProjects).ForEach(func(k, v []byte) error {
+		projects++
+		var p Project
+		if err := getJSONBytes(v, &p); err != nil {
+			bad("project %s: undecodable: %v", k, err)
+			return nil
+		}
+		if !exists(bucketWorkspaces, p.WorkspaceID) {
+			bad("project %s: workspace %s missing", k, p.WorkspaceID)
+		}
+		if tx.Bucket(bucketProjectsByWorkspace).Get(pairKey(p.WorkspaceID, p.ID)) == nil {
+			bad("project %s: workspace index entry missing", k)
+		}
+		return nil
+	})
+	if n := tx.Bucket(bucketProjectsByWorkspace).Stats().KeyN; n != projects {
+		bad("project index has %d entries for %d projects", n, projects)
+	}
+	_ = tx.Bucket(bucketProjectMembers).ForEach(func(k, _ []byte) error {
+		if !exists(bucketProjects, firstPart(k)) || !exists(bucketUsers, pairSecond(k)) {
+			bad("project member entry %q references a missing project or user", k)
+		}
+		return nil
+	})
+
+	// Tokens: owner exists, prefix index is exact, by-user index is exact.
+	tokens := 0
+	_ = tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
+		tokens++
+		var r tokenRecord
+		if err := getJSONBytes(v, &r); err != nil {
+			bad("token %s: undecodable: %v", k, err)
+			return nil
+		}
+		if len(r.SecretHash) != 32 {
+			bad("token %s: secret hash is not a SHA-256", k)
+		}
+		if string(tx.Bucket(bucketTokensByPrefix).Get([]byte(r.Prefix))) != r.ID {
+			bad("token %s: prefix index entry missing or wrong", k)
+		}
+		if tx.Bucket(bucketTokensByUser).Get(pairKey(r.UserID, r.ID)) == nil {
+			bad("token %s: by-user index entry missing", k)
+		}
+		if !exists(bucketUsers, r.UserID) {
+			bad("token %s: owner %s missing", k, r.UserID)
+		}
+		return nil
+	})
+	for _, b := range [][]byte{bucketTokensByPrefix, bucketTokensByUser} {
+		if n := tx.Bucket(b).Stats().KeyN; n != tokens {
+			bad("%s has %d entries for %d tokens", b, n, tokens)
+		}
+	}
+	_ = tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+		var ses Session
+		if err := getJSONBytes(v, &ses); err != nil {
+			bad("session %s: undecodable: %v", k, err)
+		}
+		return nil
+	})
+	return out
+}
+
+func firstPart(k []byte) string {
+	for i, c := range k {
+		if c == 0 {
+			return string(k[:i])
+		}
+	}
+	return string(k)
+}

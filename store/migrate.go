@@ -1,0 +1,89 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// migrations is append-only: entry i moves a data file from schema version i to i+1. Never
+// edit or reorder an entry that has shipped; add a new one.
+var migrations = []func(tx *bolt.Tx) error{
+	// 1: the foundation buckets.
+	func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{
+			bucketUsers, bucketUsersByEmail, bucketWorkspaces, bucketMemberships,
+			bucketMembershipsByUser, bucketProjects, bucketProjectsByWorkspace,
+			bucketProjectMembers, bucketTokens, bucketTokensByPrefix, bucketTokensByUser,
+			bucketSessions,
+		} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+}
+
+// SchemaVersion is the data-file version this binary writes.
+func SchemaVersion() int { return len(migrations) }
+
+func readSchemaVersion(tx *bolt.Tx) uint64 {
+	b := tx.Bucket(bucketMeta)
+	if b == nil {
+		return 0
+	}
+	v := b.Get(schemaVersionKey)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+// ErrNewerFile is returned by Open when the data file was written by a newer binary.
+type ErrNewerFile struct{ File, Binary int }
+
+func (e ErrNewerFile) Error() string {
+	return fmt.Sprintf("data file has schema version %d but this lookout binary only knows up to %d: upgrade lookout (never downgrade a data file)", e.File, e.Binary)
+}
+
+// migrate runs every pending migration in one write transaction, so a crash leaves the file
+// at either the old or the new version.
+func migrate(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		cur := readSchemaVersion(tx)
+		if cur > uint64(len(migrations)) {
+			return ErrNewerFile{File: int(cur), Binary: len(migrations)}
+		}
+		if cur == uint64(len(migrations)) {
+			return nil
+		}
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		for i := cur; i < uint64(len(migrations)); i++ {
+			if err := migrations[i](tx); err != nil {
+				return fmt.Errorf("migration %d: %w", i+1, err)
+			}
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], uint64(len(migrations)))
+		return meta.Put(schemaVersionKey, v[:])
+	})
+}
+
+// checkVersion is migrate's read-only twin, for files opened read-only.
+func checkVersion(db *bolt.DB) error {
+	return db.View(func(tx *bolt.Tx) error {
+		cur := readSchemaVersion(tx)
+		if cur > uint64(len(migrations)) {
+			return ErrNewerFile{File: int(cur), Binary: len(migrations)}
+		}
+		if cur < uint64(len(migrations)) {
+			return fmt.Errorf("data file has schema version %d, older than this binary's %d: run lookout serve once to migrate it", cur, len(migrations))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// MasterKeySize is the length of the master key in bytes (AES-256).
+const MasterKeySize = 32
+
+// LoadMasterKey returns the master key. A non-empty env value (base64 or hex of 32 bytes)
+// wins; otherwise the key file at path is read, or created with 32 random bytes and mode
+// 0600 when it does not exist. The key never goes into the database, so a copy of the data
+// file alone discloses no secret.
+func LoadMasterKey(path, env string) ([]byte, error) {
+	if env = strings.TrimSpace(env); env != "" {
+		return parseKey(env)
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key := make([]byte, MasterKeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		// O_EXCL: two processes racing to create the key must not end up with two keys.
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return LoadMasterKey(path, "")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create master key: %w", err)
+		}
+		if _, err := f.Write(key); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write master key: %w", err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("sync master key: %w", err)
+		}
+		return key, f.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read master key: %w", err)
+	}
+	if len(raw) == MasterKeySize {
+		return raw, nil
+	}
+	return parseKey(strings.TrimSpace(string(raw)))
+}
+
+func parseKey(s string) ([]byte, error) {
+	for _, dec := range []func(string) ([]byte, error){
+		hex.DecodeString, base64.StdEncoding.DecodeString, base64.RawStdEncoding.DecodeString,
+		base64.URLEncoding.DecodeString, base64.RawURLEncoding.DecodeString,
+	} {
+		if k, err := dec(s); err == nil && len(k) == MasterKeySize {
+			return k, nil
+		}
+	}
+	return nil, errors.New("master key must be 32 bytes, given raw in the key file or as hex or base64")
+}
+
+// Sealer encrypts secrets at rest with AES-256-GCM. Each value gets a fresh random nonce; the
+// caller passes the owning resource's id as additional data, so a sealed value copied onto
+// another record does not open.
+type Sealer struct {
+	aead cipher.AEAD
+	key  []byte
+}
+
+// NewSealer returns a Sealer for a 32-byte master key.
+func NewSealer(masterKey []byte) (*Sealer, error) {
+	if len(masterKey) != MasterKeySize {
+		return nil, errors.New("master key must be 32 bytes")
+	}
+	block, err := aes.NewCipher(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead, key: append([]byte(nil), masterKey...)}, nil
+}
+
+// Seal encrypts plaintext; the result is nonce || ciphertext || tag.
+func (s *Sealer) Seal(plaintext, additional []byte) []byte {
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plaintext)+s.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return s.aead.Seal(nonce, nonce, plaintext, additional)
+}
+
+// Unseal reverses Seal; it fails if the value was altered or sealed for other additional data.
+func (s *Sealer) Unseal(sealed, additional []byte) ([]byte, error) {
+	ns := s.aead.NonceSize()
+	if len(sealed) < ns+s.aead.Overhead() {
+		return nil, errors.New("sealed value too short")
+	}
+	pt, err := s.aead.Open(nil, sealed[:ns], sealed[ns:], additional)
+	if err != nil {
+		return nil, errors.New("sealed value does not open with this master key")
+	}
+	return pt, nil
+}
+
+// DeriveKey returns a 32-byte key for one purpose ("session-jwt"), so the master key itself
+// is used for nothing but sealing.
+func (s *Sealer) DeriveKey(purpose string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte("lookout/" + purpose))
+	return m.Sum(nil)
+}

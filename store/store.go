@@ -1,0 +1,190 @@
+// Package store is Lookout's only user of bbolt: every resource, index and queue lives in one
+// data file. One exported method is one transaction; values are JSON, keys are documented in
+// buckets.go, and bytes read from bbolt are copied (decoded) before a transaction ends.
+package store
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Store is the control-plane database.
+type Store struct {
+	db  *bolt.DB
+	ids ids
+	// Now is the clock; tests replace it. Every timestamp the store writes comes from here.
+	Now func() time.Time
+}
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout bounds the wait for the file lock another process holds; 0 means 1 s.
+	LockTimeout time.Duration
+	// ReadOnly opens without migrating (the file must already be current) and with a shared lock.
+	ReadOnly bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ErrLocked is returned by Open when another process holds the data file.
+var ErrLocked = errors.New("the data file is in use by another process (is lookout serve already running on this data dir?)")
+
+// Open opens (creating if needed) the data file at path and brings its schema up to date.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		ReadOnly:       opts.ReadOnly,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if opts.ReadOnly {
+		err = checkVersion(db)
+	} else {
+		err = migrate(db)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, Now: opts.Now}, nil
+}
+
+// Close closes the data file; pending write transactions have finished when it returns.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the data file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// now returns the clock's time in UTC at millisecond precision, the precision every stored
+// timestamp has, so a value reads back exactly as it was written.
+func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
+
+// newID returns a fresh id with the given type prefix ("prj_").
+func (s *Store) newID(prefix string) string { return s.ids.next(prefix, s.Now()) }
+
+// Size returns the data file's size in bytes as bbolt sees it.
+func (s *Store) Size() (n int64) {
+	_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n
+}
+
+// Backup writes a consistent copy of the whole data file to w from one read transaction, so
+// it runs while the server keeps serving (writers are not blocked). size, when not nil, is
+// told the copy's exact length before the first byte is written.
+func (s *Store) Backup(w io.Writer, size func(int64)) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if size != nil {
+			size(tx.Size())
+		}
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// getJSON decodes the value at key into v; a missing key is a not_found error for kind.
+func getJSON(b *bolt.Bucket, key []byte, kind string, v any) error {
+	raw := b.Get(key)
+	if raw == nil {
+		return NotFound(kind)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode %s %q: %w", kind, key, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+// Page asks for one page of a list: at most Limit items after the item whose id is encoded
+// in Cursor.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// EncodeCursor makes an opaque cursor that resumes after id.
+func EncodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+// DecodeCursor reverses EncodeCursor; an invalid cursor is a validation_failed error.
+func DecodeCursor(c string) (string, error) {
+	if c == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) == 0 || len(b) > 64 {
+		return "", Invalid(FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
+	}
+	return string(b), nil
+}
+
+// scanPage walks the ids stored under prefix in an index bucket, in key order, starting
+// after the cursor id. load turns an id into an item and says whether it belongs in the list
+// (a filter). It returns at most page.Limit items and the cursor of the next page, which is
+// "" exactly when no further item would match.
+func scanPage[T any](idx *bolt.Bucket, prefix []byte, page Page, load func(id string) (T, bool, error)) ([]T, string, error) {
+	after, err := DecodeCursor(page.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	c := idx.Cursor()
+	start := append(append([]byte{}, prefix...), after...)
+	k, _ := c.Seek(start)
+	if after != "" && k != nil && string(k) == string(start) {
+		k, _ = c.Next()
+	}
+	items := []T{}
+	last := ""
+	for ; k != nil && hasPrefix(k, prefix); k, _ = c.Next() {
+		id := string(k[len(prefix):])
+		item, ok, err := load(id)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		if len(items) == page.Limit {
+			return items, EncodeCursor(last), nil
+		}
+		items = append(items, item)
+		last = id
+	}
+	return items, "", nil
+}
+
+func hasPrefix(k, prefix []byte) bool {
+	return len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix)
+}
+
+func getJSONBytes(raw []byte, v any) error { return json.Unmarshal(raw, v) }
+
+func itoa(i int) string { return strconv.Itoa(i) }

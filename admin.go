@@ -76,4 +76,3 @@ func readPassword(r io.Reader) (string, error) {
 	}
 	return pw, nil
 }
-

@@ -19,7 +19,7 @@ import (
 // dataAccess is how an offline command reaches the data: the store itself when no server
 // holds it, or else the running server's admin socket.
 type dataAccess struct {
-	store  *store.Store  // set when opened directly
+	store  *store.Store // set when opened directly
 	client *http.Client // set when talking to a running server
 }
 

@@ -169,14 +169,14 @@ type Main struct {
 
 	dataDir     string
 	ownsDataDir bool
-	servers   []*http.Server
-	admin     *http.Server
-	sockPath  string
-	errc      chan error
-	closing   atomic.Bool
-	flushStop chan struct{}
-	flushDone chan struct{}
-	wg        sync.WaitGroup
+	servers     []*http.Server
+	admin       *http.Server
+	sockPath    string
+	errc        chan error
+	closing     atomic.Bool
+	flushStop   chan struct{}
+	flushDone   chan struct{}
+	wg          sync.WaitGroup
 }
 
 // Open opens the data dir and starts serving. On error everything opened so far is closed.

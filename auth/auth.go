@@ -31,6 +31,31 @@ type Service struct {
 
 	mu   sync.Mutex
 	used map[string]time.Time // token id -> last use, not yet written
+
+	// tokens caches TokenForAuth by prefix (cachedToken), valid while the store's identity
+	// generation is unchanged: any write to accounts, memberships or tokens drops it all.
+	tokens sync.Map
+}
+
+type cachedToken struct {
+	gen uint64
+	a   store.TokenAuth
+}
+
+// tokenForAuth is store.TokenForAuth behind the generation-checked cache. The generation is
+// read before the record, so a record read during a concurrent write is cached under the
+// older generation and discarded at once.
+func (s *Service) tokenForAuth(prefix string) (store.TokenAuth, error) {
+	gen := s.store.IdentityGeneration()
+	if v, ok := s.tokens.Load(prefix); ok && v.(*cachedToken).gen == gen {
+		return v.(*cachedToken).a, nil
+	}
+	a, err := s.store.TokenForAuth(prefix)
+	if err != nil {
+		return a, err // unknown prefixes are not cached: they must not fill memory
+	}
+	s.tokens.Store(prefix, &cachedToken{gen: gen, a: a})
+	return a, nil
 }
 
 // New returns a Service. sessionKey signs console session JWTs; now is the clock shared
@@ -72,7 +97,7 @@ func (s *Service) AuthenticateToken(header string) (*Principal, error) {
 	if !ok {
 		return nil, unauthenticated("malformed Management Token: expected lk_mgmt_<prefix>.<secret>")
 	}
-	a, err := s.store.TokenForAuth(prefix)
+	a, err := s.tokenForAuth(prefix)
 	if store.IsCode(err, store.CodeNotFound) {
 		return nil, unauthenticated("invalid Management Token")
 	}

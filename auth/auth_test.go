@@ -22,7 +22,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newTest(t *testing.T) (*Service, *store.Store, *clock) {
+func newTest(t testing.TB) (*Service, *store.Store, *clock) {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	st, err := store.Open(filepath.Join(t.TempDir(), "lookout.db"), store.Options{Now: c.Now})

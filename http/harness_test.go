@@ -31,7 +31,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // harness is a real Server over a real bbolt file behind httptest, with a fake clock.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.Store
 	auth  *auth.Service
 	srv   *Server
@@ -40,7 +40,7 @@ type harness struct {
 	logs  *bytes.Buffer
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	st, err := store.Open(filepath.Join(t.TempDir(), "lookout.db"), store.Options{Now: c.Now})

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +21,9 @@ import (
 type Store struct {
 	db  *bolt.DB
 	ids ids
+	// identityGen counts committed writes to accounts, memberships and tokens; see
+	// IdentityGeneration.
+	identityGen atomic.Uint64
 	// Now is the clock; tests replace it. Every timestamp the store writes comes from here.
 	Now func() time.Time
 }
@@ -68,6 +72,18 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	return &Store{db: db, Now: opts.Now}, nil
 }
+
+// updateIdentity runs a write transaction that may change accounts, memberships or tokens,
+// and then moves the identity generation on, so caches of those records notice.
+func (s *Store) updateIdentity(fn func(tx *bolt.Tx) error) error {
+	defer s.identityGen.Add(1)
+	return s.db.Update(fn)
+}
+
+// IdentityGeneration changes after every committed write that may change what
+// TokenForAuth returns (except last_used_at). A cache that reads the generation before
+// reading a record may keep that record for as long as the generation stays the same.
+func (s *Store) IdentityGeneration() uint64 { return s.identityGen.Load() }
 
 // Close closes the data file; pending write transactions have finished when it returns.
 func (s *Store) Close() error { return s.db.Close() }

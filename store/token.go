@@ -70,7 +70,7 @@ type NewToken struct {
 // Returns validation_failed, not_found, forbidden, conflict (prefix collision).
 func (s *Store) CreateToken(nt NewToken) (ManagementToken, error) {
 	var t ManagementToken
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		var f fieldErrors
 		name := strings.TrimSpace(nt.Name)
 		if name == "" || len(name) > 200 {
@@ -219,7 +219,7 @@ func (s *Store) updateToken(tx *bolt.Tx, id string, fn func(t *ManagementToken) 
 // revocation is kept). Returns not_found.
 func (s *Store) RevokeToken(userID, id, reason string) (ManagementToken, error) {
 	var t ManagementToken
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateIdentity(func(tx *bolt.Tx) (err error) {
 		t, err = s.updateToken(tx, id, func(t *ManagementToken) error {
 			if userID != "" && t.UserID != userID {
 				return NotFound("management token")
@@ -239,7 +239,7 @@ func (s *Store) RevokeToken(userID, id, reason string) (ManagementToken, error) 
 // Returns not_found, conflict.
 func (s *Store) SetTokenEnabled(userID, id string, enabled bool) (ManagementToken, error) {
 	var t ManagementToken
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateIdentity(func(tx *bolt.Tx) (err error) {
 		t, err = s.updateToken(tx, id, func(t *ManagementToken) error {
 			if t.UserID != userID {
 				return NotFound("management token")

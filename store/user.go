@@ -93,7 +93,7 @@ func getUser(tx *bolt.Tx, id string) (userRecord, error) {
 func (s *Store) RegisterOwner(nu NewUser, workspaceName string, firstOnly bool) (User, Workspace, error) {
 	var u User
 	var ws Workspace
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if firstOnly {
 			if k, _ := tx.Bucket(bucketUsers).Cursor().First(); k != nil {
 				return Errorf(CodeForbidden, "registration is closed: this Lookout already has an owner; ask a workspace owner or admin to add you")

@@ -87,7 +87,7 @@ func getMembership(tx *bolt.Tx, wsID, userID string) (Membership, error) {
 // CreateWorkspace creates a workspace owned by userID. Returns validation_failed, not_found.
 func (s *Store) CreateWorkspace(userID, name string) (Workspace, error) {
 	var ws Workspace
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if _, err := getUser(tx, userID); err != nil {
 			return err
 		}
@@ -168,7 +168,7 @@ func (s *Store) Members(wsID string) ([]Member, error) {
 // invitations). Returns validation_failed, not_found, conflict (already a member).
 func (s *Store) AddMember(wsID string, nu NewUser, role string) (Member, error) {
 	var out Member
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if !ValidRole(role) {
 			return Invalid(FieldError{Field: "role", Message: "must be owner, admin or member"})
 		}
@@ -221,7 +221,7 @@ func countOwners(tx *bolt.Tx, wsID string) (int, error) {
 // Returns validation_failed, not_found, conflict.
 func (s *Store) SetRole(wsID, userID, role string) (Member, error) {
 	var out Member
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if !ValidRole(role) {
 			return Invalid(FieldError{Field: "role", Message: "must be owner, admin or member"})
 		}
@@ -264,7 +264,7 @@ func (s *Store) SetRole(wsID, userID, role string) (Member, error) {
 // projects and revokes their Management Tokens for the workspace (reason owner_removed), so
 // adding them back later does not revive old tokens. Returns not_found, conflict (last owner).
 func (s *Store) RemoveMember(wsID, userID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateIdentity(func(tx *bolt.Tx) error {
 		m, err := getMembership(tx, wsID, userID)
 		if err != nil {
 			return err

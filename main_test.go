@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd     *exec.Cmd
 	base    string
+	urls    map[string]string // listener name -> URL
 	stdout  *bufio.Reader
 	mu      sync.Mutex
 	stderr  bytes.Buffer
@@ -58,7 +59,7 @@ func startServe(t *testing.T, args ...string) *proc {
 	cmd.Env = append(os.Environ(), "LOOKOUT_MASTER_KEY=")
 	out, _ := cmd.StdoutPipe()
 	errp, _ := cmd.StderrPipe()
-	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), exited: make(chan struct{})}
+	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), exited: make(chan struct{}), urls: map[string]string{}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,6 +74,9 @@ func startServe(t *testing.T, args ...string) *proc {
 			p.mu.Unlock()
 			var rec struct{ Msg, Listener, URL string }
 			if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
+				p.mu.Lock()
+				p.urls[rec.Listener] = rec.URL
+				p.mu.Unlock()
 				if rec.Listener == "console" {
 					p.base = rec.URL
 				}
@@ -438,4 +442,14 @@ func TestEnvOverridesFlags(t *testing.T) {
 	if !strings.Contains(string(out), "--log-level") {
 		t.Fatalf("LOOKOUT_LOG_LEVEL not applied: %s", out)
 	}
+}
+
+func listenerURL(t *testing.T, p *proc, name string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	u := p.urls[name]
+	if u == "" {
+		t.Fatalf("no %s listener", name)
+	}
+	return u
 }

@@ -91,9 +91,11 @@ func (s *Store) Close() error { return s.db.Close() }
 // Path is the data file's path.
 func (s *Store) Path() string { return s.db.Path() }
 
-// now returns the clock's time in UTC at millisecond precision, the precision every stored
-// timestamp has, so a value reads back exactly as it was written.
-func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Millisecond) }
+// now returns the clock's time in UTC at whole seconds, the precision every stored timestamp
+// has: a value reads back exactly as it was written, and every timestamp in the API has the
+// same fixed-width form ("2026-11-21T13:18:02Z"), so comparing them as strings is safe.
+// Ordering within a second comes from the ids, which are time-ordered to the millisecond.
+func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Second) }
 
 // newID returns a fresh id with the given type prefix ("prj_").
 func (s *Store) newID(prefix string) string { return s.ids.next(prefix, s.Now()) }

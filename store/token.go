@@ -111,7 +111,7 @@ func (s *Store) CreateToken(nt NewToken) (ManagementToken, error) {
 			t.ProjectIDs = []string{}
 		}
 		if t.ExpiresAt != nil {
-			e := t.ExpiresAt.UTC().Truncate(time.Millisecond)
+			e := t.ExpiresAt.UTC().Truncate(time.Second)
 			t.ExpiresAt = &e
 		}
 		if t.HasWriteScope() && !CanWrite(m.Role) {
@@ -294,7 +294,7 @@ func (s *Store) TouchTokens(used map[string]time.Time) error {
 			if err != nil {
 				return err
 			}
-			at = at.UTC().Truncate(time.Millisecond)
+			at = at.UTC().Truncate(time.Second)
 			if r.LastUsedAt != nil && !at.After(*r.LastUsedAt) {
 				continue
 			}

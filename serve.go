@@ -306,10 +306,20 @@ func (m *Main) listen(name, addr, cert, key string, mtls bool, h http.Handler) (
 	return u, nil
 }
 
+// maxSocketPath is the shortest sun_path limit of the supported systems (macOS: 104).
+const maxSocketPath = 104
+
 // startAdminSocket serves the admin API on <data-dir>/lookout.sock, mode 0600. A socket
 // file left by a killed server is stale (we hold the data file's lock), so it is replaced.
 func (m *Main) startAdminSocket() error {
 	m.sockPath = filepath.Join(m.dataDir, "lookout.sock")
+	if len(m.sockPath) >= maxSocketPath {
+		// The kernel limits socket paths (108 bytes on Linux, 104 on macOS). Serving matters
+		// more than the socket: the CLI commands then say the socket does not answer.
+		m.Log.Warn("data dir path too long for the admin socket; admin, token, backup and check will not work while serving", "path", m.sockPath)
+		m.sockPath = ""
+		return nil
+	}
 	_ = os.Remove(m.sockPath)
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", m.sockPath)
@@ -366,6 +376,8 @@ func (m *Main) Close(ctx context.Context) error {
 		if err := m.admin.Shutdown(ctx); err != nil {
 			m.admin.Close()
 		}
+	}
+	if m.sockPath != "" {
 		_ = os.Remove(m.sockPath)
 	}
 	m.wg.Wait()

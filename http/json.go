@@ -55,13 +55,14 @@ func writeList(w http.ResponseWriter, items any, next string) {
 // readBody reads a JSON request body, enforcing the media type (415) and the 2 MiB cap (413)
 // while reading, so no more than the cap is ever buffered.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	ct := r.Header.Get("Content-Type")
+	if ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
-			return nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json")
+			return nil, errUnsupportedMedia()
 		}
-	} else if r.ContentLength != 0 {
-		return nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json")
+	} else if r.ContentLength > 0 {
+		return nil, errUnsupportedMedia()
 	}
 	if r.ContentLength > limits.ManagementBody {
 		return nil, errTooLarge()
@@ -74,7 +75,14 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, errf(store.CodeInvalidJSON, "could not read the request body")
 	}
+	if ct == "" && len(body) > 0 { // a chunked body of unknown length and no media type
+		return nil, errUnsupportedMedia()
+	}
 	return body, nil
+}
+
+func errUnsupportedMedia() error {
+	return errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json")
 }
 
 func errTooLarge() error {

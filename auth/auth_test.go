@@ -3,28 +3,16 @@ package auth
 import (
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"lookout/internal/testclock"
 	"lookout/store"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-func newTest(t testing.TB) (*Service, *store.Store, *clock) {
+func newTest(t testing.TB) (*Service, *store.Store, *testclock.Clock) {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New()
 	st, err := store.Open(filepath.Join(t.TempDir(), "lookout.db"), store.Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -14,20 +14,9 @@ import (
 	"time"
 
 	"lookout/auth"
+	"lookout/internal/testclock"
 	"lookout/store"
 )
-
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // harness is a real Server over a real bbolt file behind httptest, with a fake clock.
 type harness struct {
@@ -35,14 +24,14 @@ type harness struct {
 	st    *store.Store
 	auth  *auth.Service
 	srv   *Server
-	clock *clock
+	clock *testclock.Clock
 	url   string
 	logs  *bytes.Buffer
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New()
 	st, err := store.Open(filepath.Join(t.TempDir(), "lookout.db"), store.Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

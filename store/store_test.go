@@ -5,30 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"lookout/internal/testclock"
 )
 
-// clock is a settable clock for tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // openTest opens a store on a real file under t.TempDir and checks it on cleanup.
-func openTest(t *testing.T) (*Store, *clock) {
+func openTest(t *testing.T) (*Store, *testclock.Clock) {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := testclock.New()
 	s, err := Open(filepath.Join(t.TempDir(), "lookout.db"), Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)

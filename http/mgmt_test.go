@@ -146,9 +146,11 @@ func TestManagementAccessRules(t *testing.T) {
 func TestCreateProjectWithRestrictedTokenIsForbiddenEvenWithGoodBody(t *testing.T) {
 	h := newHarness(t)
 	w := h.world()
-	r := h.do("POST", "/management/v1/projects", bearer(w.tokens["outside the allowlist"]), map[string]any{"workspace_id": w.ws.ID, "name": "x"})
-	if r.status != 403 || !strings.Contains(r.env.Message, "workspace-wide") {
-		t.Fatalf("%d %s", r.status, r.body)
+	for _, body := range []any{map[string]any{"workspace_id": w.ws.ID, "name": "x"}, `{"workspace_id":`, map[string]any{"name": "x"}} {
+		r := h.do("POST", "/management/v1/projects", bearer(w.tokens["outside the allowlist"]), body)
+		if r.status != 403 || !strings.Contains(r.env.Message, "workspace-wide") {
+			t.Fatalf("%v: %d %s", body, r.status, r.body)
+		}
 	}
 }
 

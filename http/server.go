@@ -241,9 +241,13 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		}
 		c.role, err = s.auth.Workspace(c.p, ws, write)
 	case targetNewProjectBody:
+		// A project-restricted token is refused whatever its body says.
+		if err = s.auth.CreateProjectAllowed(c.p); err != nil {
+			return err
+		}
 		var ws string
 		if ws, err = bodyString(c.body, "workspace_id"); err == nil {
-			err = s.auth.CreateProjectAllowed(c.p, ws)
+			_, err = s.auth.Workspace(c.p, ws, true)
 		}
 	case targetProjectParam:
 		c.project, err = s.auth.Project(c.p, c.params.ByName("id"), write)

@@ -16,8 +16,8 @@ type Session struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-// CreateSession starts a session for a user lasting ttl, and drops that user's sessions that
-// have expired or were revoked, so the bucket does not grow without bound. Returns not_found.
+// CreateSession starts a session for a user lasting ttl, and drops every session that has
+// expired or was revoked, so the bucket holds only live sessions. Returns not_found.
 func (s *Store) CreateSession(userID string, ttl time.Duration) (Session, error) {
 	var out Session
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -33,7 +33,7 @@ func (s *Store) CreateSession(userID string, ttl time.Duration) (Session, error)
 			if err := getJSONBytes(v, &old); err != nil {
 				return err
 			}
-			if old.UserID == userID && (old.RevokedAt != nil || !old.ExpiresAt.After(now)) {
+			if old.RevokedAt != nil || !old.ExpiresAt.After(now) {
 				stale = append(stale, append([]byte(nil), k...))
 			}
 		}

@@ -25,6 +25,22 @@ var (
 	bucketTokensByUser   = []byte("mgmt_tokens_by_user.v1")   // user id 0 token id -> nil
 
 	bucketSessions = []byte("sessions.v1") // session id -> Session JSON
+
+	// Project resources: one bucket per kind (id -> record JSON) and one shared index that
+	// lists each project's resources of a kind in creation order.
+	bucketByProject     = []byte("by_project.v1")            // kind prefix 0 project id 0 id -> nil
+	bucketModels        = []byte("models.v1")                // model id -> Model JSON
+	bucketModelKeys     = []byte("model_keys.v1")            // project id 0 model key -> model id
+	bucketWarehouses    = []byte("warehouses.v1")            // warehouse id -> Warehouse JSON
+	bucketCredentials   = []byte("warehouse_credentials.v1") // credential id -> credentialRecord JSON
+	bucketIngestClients = []byte("ingest_clients.v1")        // client id -> clientRecord JSON
+	bucketQueryClients  = []byte("query_clients.v1")         // client id -> clientRecord JSON
+	bucketRuntimeKeys   = []byte("runtime_keys.v1")          // key id -> runtimeKeyRecord JSON
+	bucketRuntimeHashes = []byte("runtime_keys_by_hash.v1")  // SHA-256 of the whole key -> key id
+	bucketAnalyticsAPIs = []byte("analytics_apis.v1")        // api id -> AnalyticsAPI JSON
+	bucketAPIKeys       = []byte("analytics_api_keys.v1")    // project id 0 api key -> api id
+	bucketBindings      = []byte("analytics_bindings.v1")    // binding id -> Binding JSON
+	bucketClientCAs     = []byte("client_cas.v1")            // CA id -> ClientCA JSON
 )
 
 var schemaVersionKey = []byte("schema_version")

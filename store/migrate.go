@@ -9,9 +9,9 @@ import (
 
 // migrations is append-only: entry i moves a data file from schema version i to i+1. Never
 // edit or reorder an entry that has shipped; add a new one.
-var migrations = []func(tx *bolt.Tx) error{
+var migrations = []func(s *Store, tx *bolt.Tx) error{
 	// 1: the foundation buckets.
-	func(tx *bolt.Tx) error {
+	func(s *Store, tx *bolt.Tx) error {
 		for _, b := range [][]byte{
 			bucketUsers, bucketUsersByEmail, bucketWorkspaces, bucketMemberships,
 			bucketMembershipsByUser, bucketProjects, bucketProjectsByWorkspace,
@@ -23,6 +23,21 @@ var migrations = []func(tx *bolt.Tx) error{
 			}
 		}
 		return nil
+	},
+	// 2: the Management resources, and the default embedded warehouse every project has.
+	func(s *Store, tx *bolt.Tx) error {
+		for _, b := range [][]byte{
+			bucketByProject, bucketModels, bucketModelKeys, bucketWarehouses, bucketCredentials,
+			bucketIngestClients, bucketQueryClients, bucketRuntimeKeys, bucketRuntimeHashes,
+			bucketAnalyticsAPIs, bucketAPIKeys, bucketBindings, bucketClientCAs,
+		} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketProjects).ForEach(func(k, _ []byte) error {
+			return s.createDefaultWarehouse(tx, string(k), s.now())
+		})
 	},
 }
 
@@ -50,8 +65,8 @@ func (e ErrNewerFile) Error() string {
 
 // migrate runs every pending migration in one write transaction, so a crash leaves the file
 // at either the old or the new version.
-func migrate(db *bolt.DB) error {
-	return db.Update(func(tx *bolt.Tx) error {
+func migrate(s *Store) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		cur := readSchemaVersion(tx)
 		if cur > uint64(len(migrations)) {
 			return ErrNewerFile{File: int(cur), Binary: len(migrations)}
@@ -64,7 +79,7 @@ func migrate(db *bolt.DB) error {
 			return err
 		}
 		for i := cur; i < uint64(len(migrations)); i++ {
-			if err := migrations[i](tx); err != nil {
+			if err := migrations[i](s, tx); err != nil {
 				return fmt.Errorf("migration %d: %w", i+1, err)
 			}
 		}

@@ -57,7 +57,8 @@ func (in ProjectInput) Validate(create bool) error {
 	return f.err()
 }
 
-// CreateProject creates a project in a workspace. Returns validation_failed, not_found.
+// CreateProject creates a project in a workspace, with its embedded warehouse "default".
+// Returns validation_failed, not_found.
 func (s *Store) CreateProject(in ProjectInput) (Project, error) {
 	if err := in.Validate(true); err != nil {
 		return Project{}, err
@@ -73,7 +74,10 @@ func (s *Store) CreateProject(in ProjectInput) (Project, error) {
 		if err := putJSON(tx.Bucket(bucketProjects), []byte(p.ID), p); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketProjectsByWorkspace).Put(pairKey(p.WorkspaceID, p.ID), nil)
+		if err := tx.Bucket(bucketProjectsByWorkspace).Put(pairKey(p.WorkspaceID, p.ID), nil); err != nil {
+			return err
+		}
+		return s.createDefaultWarehouse(tx, p.ID, now)
 	})
 	return p, err
 }

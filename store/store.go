@@ -25,7 +25,8 @@ type Store struct {
 	// IdentityGeneration.
 	identityGen atomic.Uint64
 	// Now is the clock; tests replace it. Every timestamp the store writes comes from here.
-	Now func() time.Time
+	Now    func() time.Time
+	sealer *Sealer
 }
 
 // Options tune Open.
@@ -36,6 +37,9 @@ type Options struct {
 	ReadOnly bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sealer encrypts stored secrets. Without one, writes that carry a secret fail; reads,
+	// backups and checks work.
+	Sealer *Sealer
 }
 
 // ErrLocked is returned by Open when another process holds the data file.
@@ -61,16 +65,17 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	s := &Store{db: db, Now: opts.Now, sealer: opts.Sealer}
 	if opts.ReadOnly {
 		err = checkVersion(db)
 	} else {
-		err = migrate(db)
+		err = migrate(s)
 	}
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, Now: opts.Now}, nil
+	return s, nil
 }
 
 // updateIdentity runs a write transaction that may change accounts, memberships or tokens,

@@ -1,0 +1,347 @@
+package store
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// The query object (CONTRACTS §5) as Analytics APIs store it and the query runtime runs it.
+
+// Filter is one condition: field op value. value may be {"param": "name"}, a reference to a
+// parameter of the Analytics API.
+type Filter struct {
+	Field string `json:"field"`
+	Op    string `json:"op"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Aggregation computes one output column over a group.
+type Aggregation struct {
+	Fn    string `json:"fn"`
+	Field string `json:"field,omitempty"`
+	As    string `json:"as,omitempty"`
+}
+
+// OrderBy sorts by an output column.
+type OrderBy struct {
+	Field string `json:"field"`
+	Desc  bool   `json:"desc"`
+}
+
+// TimeRange bounds the records' receive time: RFC 3339 instants, or durations before now
+// written with a minus sign ("-24h"). Either end may be empty.
+type TimeRange struct {
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+// QuerySpec is a stored or ad-hoc query over one model.
+type QuerySpec struct {
+	Select       []string      `json:"select,omitempty"`
+	Filters      []Filter      `json:"filters,omitempty"`
+	GroupBy      []string      `json:"group_by,omitempty"`
+	Aggregations []Aggregation `json:"aggregations,omitempty"`
+	OrderBy      []OrderBy     `json:"order_by,omitempty"`
+	Limit        int           `json:"limit,omitempty"`
+	TimeRange    *TimeRange    `json:"time_range,omitempty"`
+}
+
+// Param is a parameter of an Analytics API, supplied by the caller at query time.
+type Param struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Required bool   `json:"required"`
+	Default  any    `json:"default,omitempty"`
+}
+
+// MaxQueryLimit is the largest limit a query may ask for.
+const MaxQueryLimit = 10000
+
+// Filter operators and the field types each applies to.
+var filterOps = map[string][]string{
+	"eq":          {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
+	"neq":         {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
+	"gt":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"gte":         {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"lt":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"lte":         {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"in":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"not_in":      {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"contains":    {TypeString},
+	"starts_with": {TypeString},
+	"ends_with":   {TypeString},
+	"exists":      FieldTypes,
+	"not_exists":  FieldTypes,
+}
+
+// Aggregation functions and the field types each applies to (count needs no field).
+var aggFns = map[string][]string{
+	"count":          FieldTypes,
+	"count_distinct": {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
+	"sum":            {TypeInteger, TypeNumber},
+	"avg":            {TypeInteger, TypeNumber},
+	"min":            {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"max":            {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+}
+
+// SystemFields are the fields every stored record has besides the model's own.
+var SystemFields = []Field{
+	{Name: "_received_at", Type: TypeTimestamp, Description: "when Lookout received the record"},
+	{Name: "_client_id", Type: TypeString, Description: "the ingest client that sent it"},
+}
+
+var columnPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// fieldType returns the type of a model field or system field.
+func fieldType(m *Model, name string) (string, bool) {
+	if f, ok := m.Field(name); ok {
+		return f.Type, true
+	}
+	for _, f := range SystemFields {
+		if f.Name == name {
+			return f.Type, true
+		}
+	}
+	return "", false
+}
+
+// validateShape checks what can be checked of a filter without a model.
+func (f Filter) validateShape() []FieldError {
+	var e fieldErrors
+	if !columnPattern.MatchString(f.Field) {
+		e.add("field", "must be a field name")
+	}
+	if _, ok := filterOps[f.Op]; !ok {
+		e.add("op", "must be one of %s", strings.Join(sortedKeys(filterOps), ", "))
+	} else if f.Op == "exists" || f.Op == "not_exists" {
+		if f.Value != nil {
+			e.add("value", "must be left out for %s", f.Op)
+		}
+	} else if f.Value == nil {
+		e.add("value", "is required for %s", f.Op)
+	}
+	return e
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// paramRef returns the parameter name of a {"param": "name"} value.
+func paramRef(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	name, ok := m["param"].(string)
+	return name, ok
+}
+
+// ValidateQuery checks a query against a model and the declared parameters. Every problem
+// is reported with its path ("query.filters[0].op"). It returns the output columns.
+func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldError) {
+	var e fieldErrors
+	declared := map[string]Param{}
+	for _, p := range params {
+		declared[p.Name] = p
+	}
+	typeOf := func(at, name string) (string, bool) {
+		t, ok := fieldType(m, name)
+		if !ok {
+			e.add(at, "%q is not a field of model %s", name, m.Key)
+		}
+		return t, ok
+	}
+	if len(q.Select) > 0 && (len(q.GroupBy) > 0 || len(q.Aggregations) > 0) {
+		e.add("query.select", "cannot be combined with group_by or aggregations; list grouped fields in group_by")
+	}
+	var columns []string
+	addColumn := func(at, name string) {
+		for _, c := range columns {
+			if c == name {
+				e.add(at, "output column %q appears twice", name)
+				return
+			}
+		}
+		columns = append(columns, name)
+	}
+	for i, name := range q.Select {
+		if _, ok := typeOf(fmt.Sprintf("query.select[%d]", i), name); ok {
+			addColumn(fmt.Sprintf("query.select[%d]", i), name)
+		}
+	}
+	for i, name := range q.GroupBy {
+		at := fmt.Sprintf("query.group_by[%d]", i)
+		if t, ok := typeOf(at, name); ok {
+			if t == TypeObject || t == TypeArray {
+				e.add(at, "cannot group by a field of type %s", t)
+			}
+			addColumn(at, name)
+		}
+	}
+	for i, a := range q.Aggregations {
+		at := fmt.Sprintf("query.aggregations[%d]", i)
+		types, ok := aggFns[a.Fn]
+		if !ok {
+			e.add(at+".fn", "must be one of %s", strings.Join(sortedKeys(aggFns), ", "))
+			continue
+		}
+		if a.Field == "" && a.Fn != "count" {
+			e.add(at+".field", "is required for %s", a.Fn)
+			continue
+		}
+		if a.Field != "" {
+			if t, ok := typeOf(at+".field", a.Field); ok && !contains(types, t) {
+				e.add(at+".field", "%s does not apply to %q of type %s", a.Fn, a.Field, t)
+			}
+		}
+		name := a.As
+		if name == "" {
+			name = a.Fn
+			if a.Field != "" {
+				name += "_" + a.Field
+			}
+		} else if !columnPattern.MatchString(name) {
+			e.add(at+".as", "must be a column name of letters, digits and _")
+		}
+		addColumn(at+".as", name)
+	}
+	if len(q.Select) == 0 && len(q.GroupBy) == 0 && len(q.Aggregations) == 0 {
+		for _, f := range m.Fields {
+			columns = append(columns, f.Name)
+		}
+	}
+	for i, f := range q.Filters {
+		at := fmt.Sprintf("query.filters[%d]", i)
+		shape := f.validateShape()
+		for _, se := range shape {
+			e.add(at+"."+se.Field, "%s", se.Message)
+		}
+		if len(shape) > 0 {
+			continue
+		}
+		t, ok := typeOf(at+".field", f.Field)
+		if !ok {
+			continue
+		}
+		if !contains(filterOps[f.Op], t) {
+			e.add(at+".op", "%s does not apply to %q of type %s", f.Op, f.Field, t)
+			continue
+		}
+		if f.Value == nil {
+			continue
+		}
+		if name, isRef := paramRef(f.Value); isRef {
+			p, ok := declared[name]
+			switch {
+			case !ok:
+				e.add(at+".value", "refers to undeclared param %q", name)
+			case f.Op == "in" || f.Op == "not_in":
+				if p.Type != TypeArray {
+					e.add(at+".value", "param %q must be of type array for %s", name, f.Op)
+				}
+			case p.Type != t:
+				e.add(at+".value", "param %q is of type %s but %q is %s", name, p.Type, f.Field, t)
+			}
+			continue
+		}
+		if f.Op == "in" || f.Op == "not_in" {
+			list, ok := f.Value.([]any)
+			if !ok || len(list) == 0 || len(list) > 1000 {
+				e.add(at+".value", "must be an array of 1 to 1000 values for %s", f.Op)
+				continue
+			}
+			for j, v := range list {
+				if _, msg := checkValue(t, v); msg != "" {
+					e.add(fmt.Sprintf("%s.value[%d]", at, j), "%s", msg)
+				}
+			}
+			continue
+		}
+		want := t
+		if f.Op == "contains" || f.Op == "starts_with" || f.Op == "ends_with" {
+			want = TypeString
+		}
+		if _, msg := checkValue(want, f.Value); msg != "" {
+			e.add(at+".value", "%s", msg)
+		}
+	}
+	for i, o := range q.OrderBy {
+		if !contains(columns, o.Field) {
+			e.add(fmt.Sprintf("query.order_by[%d].field", i), "%q is not an output column (%s)", o.Field, strings.Join(columns, ", "))
+		}
+	}
+	if q.Limit < 0 || q.Limit > MaxQueryLimit {
+		e.add("query.limit", "must be 1 to %d (0 means the default)", MaxQueryLimit)
+	}
+	if tr := q.TimeRange; tr != nil {
+		from, okFrom := parseTimeBound(tr.From)
+		to, okTo := parseTimeBound(tr.To)
+		if !okFrom {
+			e.add("query.time_range.from", "must be an RFC 3339 time or a duration before now such as -24h")
+		}
+		if !okTo {
+			e.add("query.time_range.to", "must be an RFC 3339 time or a duration before now such as -1h")
+		}
+		if okFrom && okTo && !from.IsZero() && !to.IsZero() && !from.Before(to) {
+			e.add("query.time_range", "from must be before to")
+		}
+	}
+	return columns, e
+}
+
+// parseTimeBound parses a time-range end against a fixed reference, for validation:
+// relative bounds are compared as offsets from the same instant.
+func parseTimeBound(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, true
+	}
+	ref := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return time.Time{}, false
+		}
+		return ref.Add(d), true
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
+// ValidateParams checks an Analytics API's parameter declarations.
+func ValidateParams(params []Param) []FieldError {
+	var e fieldErrors
+	seen := map[string]bool{}
+	for i, p := range params {
+		at := fmt.Sprintf("params[%d]", i)
+		if !columnPattern.MatchString(p.Name) {
+			e.add(at+".name", "must be a name of letters, digits and _")
+		} else if seen[p.Name] {
+			e.add(at+".name", "repeats %q", p.Name)
+		}
+		seen[p.Name] = true
+		if p.Type == TypeObject || !validFieldType(p.Type) {
+			e.add(at+".type", "must be string, integer, number, boolean, timestamp or array")
+			continue
+		}
+		if p.Default != nil {
+			if p.Required {
+				e.add(at+".default", "makes no sense for a required param")
+			} else if _, msg := checkValue(p.Type, p.Default); msg != "" {
+				e.add(at+".default", "%s", msg)
+			}
+		}
+	}
+	return e
+}

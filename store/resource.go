@@ -48,7 +48,9 @@ func byProjectKey(k Kind, projectID, id string) []byte {
 	return pairKey(k.prefix+"\x00"+projectID, id)
 }
 
-func byProjectPrefix(k Kind, projectID string) []byte { return pairPrefix(k.prefix + "\x00" + projectID) }
+func byProjectPrefix(k Kind, projectID string) []byte {
+	return pairPrefix(k.prefix + "\x00" + projectID)
+}
 
 func getRes[R any, PR interface {
 	*R

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lookout/store"
 )
 
 // TestCommands runs the cobra commands in-process (SetArgs/SetOut) over a real data dir.
@@ -18,7 +21,7 @@ func TestCommands(t *testing.T) {
 		wantErr string
 		wantOut string
 	}{
-		{"version", []string{"version"}, "", "", "data schema 1"},
+		{"version", []string{"version"}, "", "", fmt.Sprintf("data schema %d", store.SchemaVersion())},
 		{"check of a missing dir", []string{"check", "--data-dir", missing}, "", "no data file", ""},
 		{"backup of a missing dir", []string{"backup", "--data-dir", missing, "--out", filepath.Join(missing, "x")}, "", "no data file", ""},
 		{"backup without --out", []string{"backup", "--data-dir", dir}, "", "--out is required", ""},

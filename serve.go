@@ -200,11 +200,11 @@ func (m *Main) Open() (err error) {
 	if err := os.MkdirAll(m.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond}); err != nil {
-		return err
-	}
 	sealer, err := openSealer(m.opts.globalOptions, m.dataDir)
 	if err != nil {
+		return err
+	}
+	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer}); err != nil {
 		return err
 	}
 	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)

@@ -27,12 +27,18 @@ type harness struct {
 	clock *testclock.Clock
 	url   string
 	logs  *bytes.Buffer
+	dir   string // holds lookout.db
 }
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
 	c := testclock.New()
-	st, err := store.Open(filepath.Join(t.TempDir(), "lookout.db"), store.Options{Now: c.Now})
+	sealer, err := store.NewSealer([]byte("fedcba9876543210fedcba9876543210"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "lookout.db"), store.Options{Now: c.Now, Sealer: sealer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +54,7 @@ func newHarness(t testing.TB) *harness {
 		}
 		st.Close()
 	})
-	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs}
+	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs, dir: dir}
 }
 
 type lockedWriter struct {

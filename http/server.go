@@ -75,6 +75,7 @@ func (s *Server) ConsoleHandler() http.Handler {
 	s.registerTokenRoutes(m)
 	for _, b := range []base{consoleBase, managementBase} {
 		s.registerProjectRoutes(m, b)
+		s.registerResourceRoutes(m, b)
 	}
 	return m.r
 }
@@ -113,6 +114,10 @@ const (
 	targetWorkspaceQuery        // ?workspace_id=
 	targetNewProjectBody        // body workspace_id, and the caller may create projects there
 	targetProjectParam          // the {id} of /projects/{id}
+	targetProjectQuery          // ?project_id=
+	targetProjectBody           // body project_id
+	targetResourceParam         // the project of the stored resource {id} of route.kind
+	targetResourceAction        // targetResourceParam on a bodiless POST (registration only)
 )
 
 // route describes one endpoint.
@@ -120,7 +125,8 @@ type route struct {
 	auth   authKind
 	family string // Management scope family
 	target target
-	body   bool // reads a JSON body
+	kind   store.Kind // for targetResourceParam
+	body   bool       // reads a JSON body
 }
 
 // call is what the middleware learned about a request before its handler runs.
@@ -251,6 +257,22 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		}
 	case targetProjectParam:
 		c.project, err = s.auth.Project(c.p, c.params.ByName("id"), write)
+	case targetProjectQuery:
+		pid := r.URL.Query().Get("project_id")
+		if pid == "" {
+			return store.Invalid(store.FieldError{Field: "project_id", Message: "is required"})
+		}
+		c.project, err = s.auth.Project(c.p, pid, write)
+	case targetProjectBody:
+		var pid string
+		if pid, err = bodyString(c.body, "project_id"); err == nil {
+			c.project, err = s.auth.Project(c.p, pid, write)
+		}
+	case targetResourceParam:
+		var pid string
+		if pid, err = s.store.ResourceProject(rt.kind, c.params.ByName("id")); err == nil {
+			c.project, err = s.auth.Project(c.p, pid, write)
+		}
 	}
 	return err
 }

@@ -19,6 +19,9 @@ type Meta struct {
 
 func (m *Meta) meta() *Meta { return m }
 
+// CurrentVersion is the resource's version, for ETag headers.
+func (m Meta) CurrentVersion() int { return m.Version }
+
 // resource is a stored record of a project resource (it may carry sealed fields beside the
 // exported type it embeds).
 type resource interface{ meta() *Meta }

@@ -125,7 +125,7 @@ func (h *harness) do(method, path, authz string, body any, hdr ...string) *respo
 }
 
 // data decodes the envelope's data into v.
-func (r *response) data(t *testing.T, v any) {
+func (r *response) data(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.env.Data, v); err != nil {
 		t.Fatalf("data %s: %v", r.env.Data, err)

@@ -1,9 +1,11 @@
 package http
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lookout/store"
@@ -77,4 +79,15 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+func decodeRecord(t *testing.T, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -273,10 +273,12 @@ func (s *Store) UpdateModel(projectID, id string, in ModelInput, ifMatch int) (M
 		m = old
 		m.Fields = append([]Field{}, old.Fields...)
 		m.apply(in)
-		if err := m.validate(); err != nil {
+		// Additivity first: removing or retyping a field is a 409 even when the rest of the
+		// proposed definition would also be invalid.
+		if err := old.checkAdditive(&m); err != nil {
 			return err
 		}
-		if err := old.checkAdditive(&m); err != nil {
+		if err := m.validate(); err != nil {
 			return err
 		}
 		return touchRes(tx, KindModel, &m, s.now())

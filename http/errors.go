@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"lookout/store"
@@ -51,7 +52,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &e) {
 		body.Code, body.Message, body.Fields = e.Code, e.Message, e.Fields
 	} else {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", redact(r.URL.Path), "err", err)
 	}
 	status, ok := statusOf[body.Code]
 	if !ok {
@@ -76,7 +77,28 @@ func errMethodNotAllowed(method string) error {
 }
 
 func errNoRoute(path string) error {
-	return store.Errorf(store.CodeNotFound, "no route %s", truncate(path, 200))
+	return store.Errorf(store.CodeNotFound, "no route %s", truncate(redact(path), 200))
+}
+
+// secretMarks start the credentials Lookout issues. A path segment that starts with one is
+// a secret pasted into a URL by mistake; logs and messages show only its mark.
+var secretMarks = []string{"lk_mgmt_", "lk_ak_"}
+
+// redact replaces every path segment that holds a Lookout credential with a placeholder.
+func redact(path string) string {
+	if !strings.Contains(path, "lk_") {
+		return path
+	}
+	segs := strings.Split(path, "/")
+	for i, seg := range segs {
+		for _, m := range secretMarks {
+			if j := strings.Index(seg, m); j >= 0 {
+				segs[i] = seg[:j] + m + "[redacted]"
+				break
+			}
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 func truncate(s string, n int) string {

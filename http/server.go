@@ -160,7 +160,7 @@ func (s *Server) newMux(listener string) *mux {
 		return errMethodNotAllowed(r.Method)
 	}))
 	m.r.PanicHandler = func(w http.ResponseWriter, r *http.Request, v any) {
-		s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+		s.log.Error("panic", "method", r.Method, "path", redact(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 		s.writeError(w, r, errf(store.CodeInternal, "internal error"))
 	}
 	m.handle(http.MethodGet, "/healthz", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -198,7 +198,7 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				s.log.Error("panic", "method", r.Method, "path", redact(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 				if sw.status == 0 {
 					s.writeError(sw, r, errf(store.CodeInternal, "internal error"))
 				}
@@ -206,7 +206,7 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 			d := time.Since(start)
 			s.metrics.observe(m.listener, pattern, r.Method, sw.code(), d.Seconds())
 			if s.log.Enabled(r.Context(), slog.LevelDebug) {
-				s.log.Debug("request", "listener", m.listener, "method", r.Method, "path", r.URL.Path, "status", sw.code(), "duration", d)
+				s.log.Debug("request", "listener", m.listener, "method", r.Method, "path", redact(r.URL.Path), "status", sw.code(), "duration", d)
 			}
 		}()
 		c := &call{params: ps}

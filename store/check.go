@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -139,6 +140,7 @@ func checkInvariants(tx *bolt.Tx) []string {
 			bad("%s has %d entries for %d tokens", b, n, tokens)
 		}
 	}
+	out = append(out, checkResources(tx)...)
 	_ = tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
 		var ses Session
 		if err := getJSONBytes(v, &ses); err != nil {
@@ -156,4 +158,106 @@ func firstPart(k []byte) string {
 		}
 	}
 	return string(k)
+}
+
+var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA}
+
+// checkResources verifies the project resources: the by_project index and each kind's
+// bucket agree both ways, key indexes are exact, references resolve, and no Analytics API
+// has more than one active binding.
+func checkResources(tx *bolt.Tx) []string {
+	var out []string
+	bad := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	byPrefix := map[string]Kind{}
+	for _, k := range resourceKinds {
+		byPrefix[k.prefix] = k
+	}
+	idx := tx.Bucket(bucketByProject)
+	_ = idx.ForEach(func(key, _ []byte) error {
+		parts := strings.SplitN(string(key), "\x00", 3)
+		k, ok := byPrefix[parts[0]]
+		if len(parts) != 3 || !ok {
+			bad("by_project entry %q is malformed", key)
+			return nil
+		}
+		var m Meta
+		if err := getJSON(tx.Bucket(k.bucket), []byte(parts[2]), k.Name, &m); err != nil {
+			bad("by_project entry %q points at no %s", key, k.Name)
+		} else if m.ProjectID != parts[1] {
+			bad("%s %s is indexed under project %s but belongs to %s", k.Name, m.ID, parts[1], m.ProjectID)
+		}
+		return nil
+	})
+	activeBindings := map[string]int{}
+	for _, k := range resourceKinds {
+		_ = tx.Bucket(k.bucket).ForEach(func(id, v []byte) error {
+			var r struct {
+				Meta
+				Key            string `json:"key"`
+				KeyHash        []byte `json:"key_hash"`
+				AnalyticsAPIID string `json:"analytics_api_id"`
+				State          string `json:"state"`
+				Authentication struct {
+					MTLS *MTLSConfig `json:"mtls"`
+				} `json:"authentication"`
+			}
+			if err := getJSONBytes(v, &r); err != nil {
+				bad("%s %s: undecodable: %v", k.Name, id, err)
+				return nil
+			}
+			if r.ID != string(id) || !strings.HasPrefix(r.ID, k.prefix) {
+				bad("%s %s: stored under another id (%s)", k.Name, id, r.ID)
+			}
+			if tx.Bucket(bucketProjects).Get([]byte(r.ProjectID)) == nil {
+				bad("%s %s: project %s missing", k.Name, id, r.ProjectID)
+			}
+			if idx.Get(byProjectKey(k, r.ProjectID, r.ID)) == nil {
+				bad("%s %s: by_project index entry missing", k.Name, id)
+			}
+			switch k.prefix {
+			case KindModel.prefix:
+				if string(tx.Bucket(bucketModelKeys).Get(pairKey(r.ProjectID, r.Key))) != r.ID {
+					bad("model %s: key index entry missing or wrong", id)
+				}
+			case KindAPI.prefix:
+				if string(tx.Bucket(bucketAPIKeys).Get(pairKey(r.ProjectID, r.Key))) != r.ID {
+					bad("Analytics API %s: key index entry missing or wrong", id)
+				}
+			case KindRuntimeKey.prefix:
+				if string(tx.Bucket(bucketRuntimeHashes).Get(r.KeyHash)) != r.ID {
+					bad("runtime key %s: hash index entry missing or wrong", id)
+				}
+			case KindBinding.prefix:
+				if r.State == BindingActive {
+					activeBindings[r.AnalyticsAPIID]++
+				}
+			case KindIngest.prefix, KindQuery.prefix:
+				if m := r.Authentication.MTLS; m != nil {
+					for _, ca := range m.ClientCAIDs {
+						if tx.Bucket(bucketClientCAs).Get([]byte(ca)) == nil {
+							bad("%s %s: references missing Client CA %s", k.Name, id, ca)
+						}
+					}
+				}
+			}
+			return nil
+		})
+	}
+	for api, n := range activeBindings {
+		if n > 1 {
+			bad("Analytics API %s has %d active bindings", api, n)
+		}
+	}
+	for _, ix := range []struct {
+		b    []byte
+		kind Kind
+	}{{bucketModelKeys, KindModel}, {bucketAPIKeys, KindAPI}, {bucketRuntimeHashes, KindRuntimeKey}} {
+		_ = tx.Bucket(ix.b).ForEach(func(key, id []byte) error {
+			if tx.Bucket(ix.kind.bucket).Get(id) == nil {
+				bad("%s entry points at missing %s %s", ix.b, ix.kind.Name, id)
+			}
+			return nil
+		})
+	}
+	return out
 }

@@ -559,3 +559,52 @@ func TestConcurrentPromotes(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryResourceAnswers404And412 checks, for every kind, that an unknown id is 404 and a
+// stale If-Match is 412 that changes nothing.
+func TestEveryResourceAnswers404And412(t *testing.T) {
+	h := newHarness(t)
+	w := h.world()
+	all := h.token(w, auth.AllScopes())
+	f := h.fixtures(w, all, w.p1.ID)
+	mg := "/management/v1"
+	for _, c := range []struct {
+		coll, id string
+		update   any
+	}{
+		{"/models", f.model, map[string]any{"description": "x"}},
+		{"/warehouses", f.warehouse, nil},
+		{"/warehouse-credentials", f.credential, map[string]any{"name": "x"}},
+		{"/ingest-clients", f.ingest, map[string]any{"name": "x"}},
+		{"/query-clients", f.query, map[string]any{"name": "x"}},
+		{"/runtime-api-keys", f.key, map[string]any{"name": "x"}},
+		{"/analytics-apis", f.api, map[string]any{"name": "x"}},
+		{"/analytics-bindings", f.binding, nil},
+		{"/client-cas", f.ca, nil},
+	} {
+		t.Run(c.coll, func(t *testing.T) {
+			prefix := c.id[:strings.Index(c.id, "_")+1]
+			h.run(t, scenario{method: "GET", url: mg + c.coll + "/" + prefix + "01M7Z4W2F0RJ1J0S0V8N3H4K2D", auth: all, status: 404, contains: []string{`"code":"not_found"`}})
+			if c.update == nil {
+				return
+			}
+			before := h.do("GET", mg+c.coll+"/"+c.id, all, nil)
+			r := h.do("PUT", mg+c.coll+"/"+c.id, all, c.update, "If-Match", `"99"`)
+			if r.status != 412 || r.env.Code != "precondition_failed" {
+				t.Fatalf("stale If-Match: %d %s", r.status, r.body)
+			}
+			if after := h.do("GET", mg+c.coll+"/"+c.id, all, nil); after.body != before.body {
+				t.Fatal("a 412 changed the resource")
+			}
+			r = h.do("PUT", mg+c.coll+"/"+c.id, all, c.update, "If-Match", before.header.Get("ETag"))
+			if r.status != 200 {
+				t.Fatalf("current If-Match: %d %s", r.status, r.body)
+			}
+		})
+	}
+	for _, path := range []string{"/ingest-clients/" + f.ingest + "/authentication", "/query-clients/" + f.query + "/authentication"} {
+		if r := h.do("PUT", mg+path, all, map[string]any{"methods": []string{"api_key"}}, "If-Match", `"99"`); r.status != 412 {
+			t.Fatalf("%s stale If-Match: %d", path, r.status)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"lookout/auth"
 )
 
 // TestSecretsNeverLeak seeds canary values into every secret-bearing field — a warehouse
@@ -15,10 +13,7 @@ import (
 // that no API response (other than the one that hands a runtime key out), no log line, no
 // error message and no byte of the data directory holds any of them.
 func TestSecretsNeverLeak(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	mg := "/management/v1"
 	credCanary := "CANARY-credential-5f1e9a7c3b"

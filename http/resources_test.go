@@ -94,14 +94,20 @@ func (h *harness) fixtures(w *world, all, project string) fixtures {
 	return f
 }
 
+// newResourceHarness is a harness with a populated world, an all-scopes workspace-wide
+// token and one of every resource in the world's first project.
+func newResourceHarness(t *testing.T) (*harness, *world, string, fixtures) {
+	h := newHarness(t)
+	w := h.world()
+	all := h.token(w, auth.AllScopes())
+	return h, w, all, h.fixtures(w, all, w.p1.ID)
+}
+
 // TestResourceScopeMatrix sends every route of every resource through the credential cases
 // that differ between resources: the family's read scope, its write scope, another family,
 // a token restricted to another project, and no token.
 func TestResourceScopeMatrix(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	type rc struct {
 		family, method, path string
@@ -214,10 +220,7 @@ func TestResourceScopeMatrix(t *testing.T) {
 // TestModels covers the model rules: validation, key uniqueness, additive updates only,
 // archive instead of delete.
 func TestModels(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	mg := "/management/v1/models"
 	p := w.p1.ID
 	base := []map[string]any{{"name": "id", "type": "string", "required": true}, {"name": "amount", "type": "number"}, {"name": "country", "type": "string"}, {"name": "ts", "type": "timestamp"}}
@@ -359,10 +362,7 @@ func TestWarehouses(t *testing.T) {
 }
 
 func TestClientsAndAuthentication(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	ic := "/management/v1/ingest-clients"
 	qc := "/management/v1/query-clients"
@@ -408,10 +408,7 @@ func TestClientsAndAuthentication(t *testing.T) {
 }
 
 func TestClientCAs(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	url := "/management/v1/client-cas"
 	h.run(t, scenario{method: "PUT", url: "/management/v1/ingest-clients/" + f.ingest + "/authentication", auth: all, status: 200,
@@ -435,10 +432,7 @@ func TestClientCAs(t *testing.T) {
 }
 
 func TestRuntimeKeys(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	url := "/management/v1/runtime-api-keys"
 	r := h.run(t, scenario{method: "POST", url: url, auth: all, status: 201, body: map[string]any{"project_id": p, "name": "k", "kind": "ingest", "client_id": f.ingest, "expires_at": "2027-01-01T00:00:00Z"}, contains: []string{`"key":"lk_ak_`, `"models":[]`}})
@@ -472,10 +466,7 @@ func TestRuntimeKeys(t *testing.T) {
 }
 
 func TestAnalyticsAPIsAndBindings(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	url := "/management/v1/analytics-apis"
 	bind := "/management/v1/analytics-bindings"
@@ -522,10 +513,7 @@ func TestAnalyticsAPIsAndBindings(t *testing.T) {
 // TestConcurrentPromotes: bindings of one API promoted from 8 goroutines at once leave
 // exactly one active binding.
 func TestConcurrentPromotes(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, w, all, f := newResourceHarness(t)
 	p := w.p1.ID
 	bind := "/management/v1/analytics-bindings"
 	ids := []string{f.binding}
@@ -563,10 +551,7 @@ func TestConcurrentPromotes(t *testing.T) {
 // TestEveryResourceAnswers404And412 checks, for every kind, that an unknown id is 404 and a
 // stale If-Match is 412 that changes nothing.
 func TestEveryResourceAnswers404And412(t *testing.T) {
-	h := newHarness(t)
-	w := h.world()
-	all := h.token(w, auth.AllScopes())
-	f := h.fixtures(w, all, w.p1.ID)
+	h, _, all, f := newResourceHarness(t)
 	mg := "/management/v1"
 	for _, c := range []struct {
 		coll, id string

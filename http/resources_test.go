@@ -593,3 +593,11 @@ func TestEveryResourceAnswers404And412(t *testing.T) {
 		}
 	}
 }
+
+func TestProjectIDFromQueryOnCreate(t *testing.T) {
+	h, w, all, _ := newResourceHarness(t)
+	mg := "/management/v1/models"
+	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p1.ID, auth: all, body: map[string]any{"key": "from_query"}, status: 201, contains: []string{`"project_id":"` + w.p1.ID}})
+	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p2.ID, auth: all, body: map[string]any{"key": "x", "project_id": w.p1.ID}, status: 400, contains: []string{`"field":"project_id"`}})
+	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p1.ID, auth: all, body: map[string]any{"key": "x", "project_id": 7}, status: 400})
+}

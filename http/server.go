@@ -264,8 +264,18 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		}
 		c.project, err = s.auth.Project(c.p, pid, write)
 	case targetProjectBody:
+		// The body names the project; ?project_id= is accepted when the body does not, and
+		// must agree when both do.
 		var pid string
-		if pid, err = bodyString(c.body, "project_id"); err == nil {
+		qpid := r.URL.Query().Get("project_id")
+		pid, err = bodyString(c.body, "project_id")
+		switch {
+		case err != nil && qpid != "" && store.IsCode(err, store.CodeValidation) && !bodyHas(c.body, "project_id"):
+			pid, err = qpid, nil
+		case err == nil && qpid != "" && qpid != pid:
+			err = store.Invalid(store.FieldError{Field: "project_id", Message: "differs between the query and the body"})
+		}
+		if err == nil {
 			c.project, err = s.auth.Project(c.p, pid, write)
 		}
 	case targetResourceParam:
@@ -296,6 +306,16 @@ func bodyString(body []byte, field string) (string, error) {
 		return "", store.Invalid(store.FieldError{Field: field, Message: "must be a non-empty string"})
 	}
 	return v, nil
+}
+
+// bodyHas reports whether a JSON object body has a field at all (null included).
+func bodyHas(body []byte, field string) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) != nil {
+		return false
+	}
+	_, ok := probe[field]
+	return ok
 }
 
 // clientIP is the peer address of a request (Lookout trusts no forwarding headers).

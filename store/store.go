@@ -211,3 +211,5 @@ func hasPrefix(k, prefix []byte) bool {
 func getJSONBytes(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+func jsonUnmarshalString(lit []byte, out *string) error { return json.Unmarshal(lit, out) }

@@ -1,0 +1,189 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func testModel(unknown string) *Model {
+	return &Model{Key: "orders", UnknownFields: unknown, Fields: []Field{
+		{Name: "id", Type: TypeString, Required: true}, {Name: "n", Type: TypeInteger}, {Name: "x", Type: TypeNumber},
+		{Name: "ok", Type: TypeBoolean}, {Name: "at", Type: TypeTimestamp}, {Name: "o", Type: TypeObject}, {Name: "a", Type: TypeArray},
+	}}
+}
+
+var sys = SystemValues{ReceivedAt: "2026-11-21T12:00:00.000001Z", ClientID: "ic_1", IngestID: "ing_1"}
+
+func TestRecordValidator(t *testing.T) {
+	v := testModel(UnknownReject).Validator()
+	for _, tc := range []struct {
+		in, want, bad string
+	}{
+		{`{"id":"1"}`, `{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
+		{` { "id" : "1" , "n" : 3, "o": { "k" : [1, 2, {"z": null}] } } `, `{"id":"1","n":3,"o":{"k":[1,2,{"z":null}]},"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
+		{`{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, `{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[],"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
+		{`{"id":"1","n":null}`, `{"id":"1","n":null,"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
+		{`{"n":1}`, "", "id"},
+		{`{"id":"1","n":1.5}`, "", "n"},
+		{`{"id":"1","n":"1"}`, "", "n"},
+		{`{"id":"1","at":"noon"}`, "", "at"},
+		{`{"id":"1","at":-1}`, "", "at"},
+		{`{"id":"1","zz":1}`, "", "zz"},
+		{`{"id":"1","id":"2"}`, "", "id"},
+		{`{"id":"1"`, "", "(syntax)"},
+		{`{"id":"1"} x`, "", "(syntax)"},
+		{`[1]`, "", "(syntax)"},
+		{`{"id":"1","o":{"a":1,}}`, "", "(syntax)"},
+		{`{"id":"\x01"}`, "", "(syntax)"},
+		{"{\"id\":\"\xff\"}", "", "(syntax)"},
+		{`{"id":"1","x":01}`, "", "(syntax)"},
+		{`{"id":"1","o":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "", "(syntax)"},
+	} {
+		out, errs := v.Validate([]byte(tc.in), nil, sys)
+		if tc.bad == "" {
+			if len(errs) > 0 || string(out) != tc.want {
+				t.Errorf("%s:\n got %s %v\nwant %s", tc.in, out, errs, tc.want)
+			}
+			if !json.Valid(out) {
+				t.Errorf("%s: stored form is not JSON: %s", tc.in, out)
+			}
+			continue
+		}
+		if len(errs) == 0 || len(out) != 0 {
+			t.Errorf("%s: accepted as %s", tc.in, out)
+			continue
+		}
+		if tc.bad == "(syntax)" {
+			if errs[0].Field != "" {
+				t.Errorf("%s: %v, want a syntax error", tc.in, errs)
+			}
+		} else if errs[0].Field != tc.bad {
+			t.Errorf("%s: %v, want one naming %s", tc.in, errs, tc.bad)
+		}
+	}
+	d := testModel(UnknownDrop).Validator()
+	out, errs := d.Validate([]byte(`{"zz":{"deep":[1]},"id":"1","yy":2}`), []byte("prefix"), sys)
+	if len(errs) > 0 || string(out) != `prefix{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}` {
+		t.Fatalf("drop: %s %v", out, errs)
+	}
+}
+
+// FuzzValidatorsAgree: the byte-level validator and Model.Validate give the same verdict on
+// every input both can judge, and everything the byte validator accepts is valid JSON that
+// decodes to what Model.Validate returns.
+func FuzzValidatorsAgree(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/records/*.json")
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, false)
+		}
+	}
+	for _, s := range []string{`{"id":"1","n":3,"x":1.5,"ok":true,"at":"2026-01-02T03:04:05Z","o":{"a":[1]},"a":[]}`, `{"id":"1","at":1767323045000,"n":1e3}`, `{"id":null}`, `{"id":"1","extra":true}`} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, drop bool) {
+		mode := UnknownReject
+		if drop {
+			mode = UnknownDrop
+		}
+		m := testModel(mode)
+		out, errs := m.Validator().Validate(raw, nil, sys)
+		if len(errs) == 0 && !json.Valid(out) {
+			t.Fatalf("accepted %q as invalid JSON %q", raw, out)
+		}
+		// Model.Validate cannot see what encoding/json forgives: duplicate keys, invalid
+		// UTF-8. Compare only where both judge the same document.
+		if !utf8.Valid(raw) || hasDuplicateTopKeys(raw) {
+			return
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var rec map[string]any
+		if dec.Decode(&rec) != nil || dec.More() || rec == nil {
+			if len(errs) == 0 {
+				t.Fatalf("byte validator accepted %q, encoding/json does not", raw)
+			}
+			return
+		}
+		if _, err := dec.Token(); err == nil {
+			return // trailing data: encoding/json's decoder stops earlier than the byte validator
+		}
+		want, werrs := m.Validate(rec)
+		if (len(errs) == 0) != (len(werrs) == 0) {
+			t.Fatalf("%q: byte validator %v, Model.Validate %v", raw, errs, werrs)
+		}
+		if len(errs) > 0 {
+			return
+		}
+		var got map[string]any
+		d2 := json.NewDecoder(bytes.NewReader(out))
+		d2.UseNumber()
+		if err := d2.Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"_received_at", "_client_id", "ingest_id"} {
+			delete(got, k)
+		}
+		a, _ := json.Marshal(normalise(got))
+		b, _ := json.Marshal(normalise(want))
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%q: stored %s, Model.Validate %s", raw, a, b)
+		}
+	})
+}
+
+// normalise turns every number into a float64, deeply, so values compare by meaning
+// ("1e3" and 1000 are the same integer).
+func normalise(v any) any {
+	switch n := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range n {
+			out[k] = normalise(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(n))
+		for i, x := range n {
+			out[i] = normalise(x)
+		}
+		return out
+	case json.Number:
+		f, _ := n.Float64()
+		return f
+	case int64:
+		return float64(n)
+	}
+	return v
+}
+
+// hasDuplicateTopKeys reports whether the top-level object repeats a key.
+func hasDuplicateTopKeys(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
+}

@@ -23,6 +23,7 @@ import (
 
 	"lookout/auth"
 	apphttp "lookout/http"
+	"lookout/ingest"
 	"lookout/store"
 )
 
@@ -34,6 +35,7 @@ type serveOptions struct {
 	ingestTLSCert, ingestTLSKey string
 	queryTLSCert, queryTLSKey   string
 	logFormat, logLevel         string
+	wsIngestPath                string
 	ephemeral                   bool
 	shutdownTimeout             time.Duration
 }
@@ -77,6 +79,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.queryTLSKey, "query-tls-key", "", "query listener TLS key (PEM)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.wsIngestPath, "ws-ingest-path", "/ws/ingest", "path of WebSocket ingest on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	return cmd
@@ -160,9 +163,11 @@ type Main struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	Store *store.Store
-	Auth  *auth.Service
-	HTTP  *apphttp.Server
+	Store   *store.Store
+	Records *store.RecordStore
+	Ingest  *ingest.Service
+	Auth    *auth.Service
+	HTTP    *apphttp.Server
 
 	BaseURL, IngestURL, QueryURL string
 	Fixture                      *fixture
@@ -208,8 +213,13 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)
+	if m.Records, err = store.OpenRecordStore(m.dataDir); err != nil {
+		return err
+	}
+	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
+		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")
@@ -384,6 +394,14 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.flushStop != nil {
 		close(m.flushStop)
 		<-m.flushDone
+	}
+	if m.Ingest != nil {
+		m.Ingest.Close() // commits what is queued
+	}
+	if m.Records != nil {
+		if err := m.Records.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if m.Auth != nil {
 		if err := m.Auth.FlushUsage(); err != nil {

@@ -47,6 +47,9 @@ func (e retryAfter) Unwrap() error { return e.err }
 // writeError writes the envelope for any error. Application errors show their own message;
 // anything else is logged with its detail and shown as "internal error".
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if writeSpecial(w, err) {
+		return
+	}
 	var e *store.Error
 	body := errorBody{Error: true, Code: store.CodeInternal, Message: "internal error"}
 	if errors.As(err, &e) {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"lookout/auth"
+	"lookout/ingest"
 	"lookout/limits"
 	"lookout/store"
 )
@@ -28,8 +29,10 @@ type Server struct {
 	ready   func() error
 	version string
 
-	loginLimit *limits.Keyed
-	metrics    *metrics
+	loginLimit   *limits.Keyed
+	metrics      *metrics
+	ingest       *ingest.Service
+	wsIngestPath string
 }
 
 // Config wires a Server.
@@ -42,6 +45,10 @@ type Config struct {
 	// Ready reports whether the service can take traffic; nil means always.
 	Ready   func() error
 	Version string
+	// Ingest is the ingest runtime; WSIngestPath is where WebSocket ingest listens
+	// (default /ws/ingest).
+	Ingest       *ingest.Service
+	WSIngestPath string
 }
 
 // NewServer returns a Server.
@@ -60,6 +67,10 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
+		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath,
+	}
+	if s.wsIngestPath == "" {
+		s.wsIngestPath = "/ws/ingest"
 	}
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
 	return s
@@ -81,7 +92,13 @@ func (s *Server) ConsoleHandler() http.Handler {
 }
 
 // IngestHandler serves the ingest runtime listener.
-func (s *Server) IngestHandler() http.Handler { return s.newMux("ingest").r }
+func (s *Server) IngestHandler() http.Handler {
+	m := s.newMux("ingest")
+	if s.ingest != nil {
+		s.registerIngestRoutes(m)
+	}
+	return m.r
+}
 
 // QueryHandler serves the query runtime listener.
 func (s *Server) QueryHandler() http.Handler { return s.newMux("query").r }

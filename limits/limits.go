@@ -66,3 +66,58 @@ func (k *Keyed) Allow(key string) (bool, time.Duration) {
 	}
 	return true, 0
 }
+
+// Quotas holds per-key budgets whose size is set per call (a client's quota can change at
+// any time): N events per minute with bursts of N.
+type Quotas struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*quota
+}
+
+type quota struct {
+	perMinute int
+	lim       *rate.Limiter
+	seen      time.Time
+}
+
+// NewQuotas returns an empty set of quotas.
+func NewQuotas(now func() time.Time) *Quotas {
+	if now == nil {
+		now = time.Now
+	}
+	return &Quotas{now: now, m: map[string]*quota{}}
+}
+
+// Allow takes n events from key's budget of perMinute (0 means unlimited). When the budget
+// cannot cover them it takes nothing and returns how long until it could.
+func (q *Quotas) Allow(key string, perMinute, n int) (bool, time.Duration) {
+	if perMinute <= 0 || n <= 0 {
+		return true, 0
+	}
+	now := q.now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	e := q.m[key]
+	if e == nil || e.perMinute != perMinute {
+		e = &quota{perMinute: perMinute, lim: rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)}
+		q.m[key] = e
+		if len(q.m) > 4096 {
+			for k, old := range q.m {
+				if now.Sub(old.seen) > idleAfter {
+					delete(q.m, k)
+				}
+			}
+		}
+	}
+	e.seen = now
+	if n > perMinute {
+		return false, time.Minute // can never fit at once; ask for a smaller request
+	}
+	r := e.lim.ReserveN(now, n)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}

@@ -521,3 +521,44 @@ func (s *Store) DeleteClient(kind, projectID, id string) error {
 		return deleteRes(tx, clientKind(kind), &c)
 	})
 }
+
+// ClientByID returns a client of a kind by id alone, for runtime authentication, which
+// learns the project from the client. Returns not_found.
+func (s *Store) ClientByID(kind, id string) (Client, error) {
+	c, err := readOne[clientRecord](s, clientKind(kind), "", id)
+	return c.Client, err
+}
+
+// MTLSClients lists every client of a kind, in any project, whose policy includes mtls:
+// the candidates for a request that presents only a certificate.
+func (s *Store) MTLSClients(kind string) ([]Client, error) {
+	var out []Client
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(clientKind(kind).bucket).ForEach(func(_, v []byte) error {
+			var c clientRecord
+			if err := getJSONBytes(v, &c); err != nil {
+				return err
+			}
+			if contains(c.Authentication.Methods, MethodMTLS) && c.Authentication.MTLS != nil {
+				out = append(out, c.Client)
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ClientCACertificates returns the PEM certificates of a project's Client CAs by id
+// (missing ones are skipped).
+func (s *Store) ClientCACertificates(projectID string, ids []string) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, id := range ids {
+			if ca, err := getInProject[ClientCA](tx, KindClientCA, projectID, id); err == nil {
+				out = append(out, ca.CertificatePEM)
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -105,6 +105,10 @@ func (s *Store) now() time.Time { return s.Now().UTC().Truncate(time.Second) }
 // newID returns a fresh id with the given type prefix ("prj_").
 func (s *Store) newID(prefix string) string { return s.ids.next(prefix, s.Now()) }
 
+// NewID returns a fresh sortable id with a type prefix, for ids made outside the store
+// (an ingest_id).
+func (s *Store) NewID(prefix string) string { return s.newID(prefix) }
+
 // Size returns the data file's size in bytes as bbolt sees it.
 func (s *Store) Size() (n int64) {
 	_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })

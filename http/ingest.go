@@ -1,0 +1,245 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"lookout/auth"
+	"lookout/ingest"
+	"lookout/store"
+)
+
+// registerIngestRoutes mounts the ingest runtime on its listener.
+func (s *Server) registerIngestRoutes(m *mux) {
+	m.handle(http.MethodOptions, "/ingest", route{}, s.handlePreflight)
+	m.handle(http.MethodPost, "/ingest", route{}, s.handleIngest)
+	m.handle(http.MethodGet, s.wsIngestPath, route{}, s.handleWSIngest)
+}
+
+// corsHeaders are the Browser rules of the spec for /ingest and /query: any origin, the
+// Authorization and Content-Type headers, never credentials.
+func corsHeaders(h http.Header) {
+	h.Set("Access-Control-Allow-Origin", "*")
+}
+
+func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, c *call) error {
+	h := w.Header()
+	corsHeaders(h)
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+	h.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// runtimeRequest gathers what runtime authentication may use from a request. Cookies are
+// deliberately not part of it.
+func runtimeRequest(r *http.Request, kind, transport string) auth.RuntimeRequest {
+	rr := auth.RuntimeRequest{Authorization: r.Header.Get("Authorization"), UserAgent: r.UserAgent(), Transport: transport, Kind: kind}
+	if r.TLS != nil {
+		rr.PeerCertificates = r.TLS.PeerCertificates
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		rr.RemoteAddr, _ = netip.ParseAddr(host)
+	}
+	return rr
+}
+
+func caller(id *auth.RuntimeIdentity) ingest.Caller {
+	return ingest.Caller{ProjectID: id.Client.ProjectID, ClientID: id.Client.ID, Models: id.Models, Quota: id.Client.Quota}
+}
+
+func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) error {
+	corsHeaders(w.Header())
+	id, err := s.auth.AuthenticateRuntime(runtimeRequest(r, store.ClientIngest, store.TransportHTTP))
+	if err != nil {
+		return err
+	}
+	res, err := s.ingest.Ingest(r.Context(), caller(id), ingest.Request{
+		ContentType: r.Header.Get("Content-Type"), ContentEncoding: r.Header.Get("Content-Encoding"),
+		Body: r.Body, Schema: r.URL.Query().Get("schema"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
+	})
+	if err != nil {
+		return ingestError(err)
+	}
+	writeData(w, http.StatusAccepted, res)
+	return nil
+}
+
+// ingestError maps the ingest service's errors onto the envelope.
+func ingestError(err error) error {
+	var none *ingest.NoneAccepted
+	var quota *ingest.QuotaExceeded
+	var replay *ingest.Replay
+	switch {
+	case errors.As(err, &replay):
+		return replayed{body: replay.Body}
+	case errors.As(err, &none):
+		return noneAccepted{res: none.Result}
+	case errors.As(err, &quota):
+		return retryAfter{err: errf(store.CodeRateLimited, "%s", quota.Error()), after: quota.Wait}
+	case errors.Is(err, ingest.ErrBusy):
+		return retryAfter{err: errf(store.CodeUnavailable, "the warehouse is busy; retry shortly"), after: time.Second}
+	case errors.Is(err, context.Canceled):
+		return errf(store.CodeInvalidJSON, "the request was cancelled before it was read")
+	}
+	return err
+}
+
+// replayed answers a repeated Idempotency-Key with the first response.
+type replayed struct{ body json.RawMessage }
+
+func (replayed) Error() string { return "replay" }
+
+// noneAccepted is a 400 that carries the ingest result beside the envelope's fields.
+type noneAccepted struct{ res ingest.Result }
+
+func (noneAccepted) Error() string { return "no valid records" }
+
+// writeSpecial writes the responses that are errors to the handler but not plain envelopes.
+func writeSpecial(w http.ResponseWriter, err error) bool {
+	var rp replayed
+	var na noneAccepted
+	switch {
+	case errors.As(err, &rp):
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusAccepted, dataBody{Data: rp.body})
+		return true
+	case errors.As(err, &na):
+		writeJSON(w, http.StatusBadRequest, struct {
+			errorBody
+			ingest.Result
+		}{errorBody{Error: true, Code: store.CodeValidation, Message: "no valid records: nothing was stored"}, na.res})
+		return true
+	}
+	return false
+}
+
+// wsMessage is one WebSocket ingest message: an ingest envelope with an optional id.
+type wsMessage struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Schema string          `json:"schema"`
+	Data   json.RawMessage `json:"data"`
+}
+
+type wsReply struct {
+	Type     string          `json:"type"`
+	ID       json.RawMessage `json:"id,omitempty"`
+	IngestID string          `json:"ingest_id,omitempty"`
+	Accepted *int            `json:"accepted,omitempty"`
+	Rejected *int            `json:"rejected,omitempty"`
+	Errors   any             `json:"errors,omitempty"`
+	Message  string          `json:"message,omitempty"`
+}
+
+// wsPingEvery keeps idle sockets alive through proxies and finds dead peers.
+const wsPingEvery = 30 * time.Second
+
+// handleWSIngest serves WebSocket ingest: credentials in the handshake; each text message
+// an ingest envelope answered with an ack after commit or an error; the socket stays open
+// through bad messages and closes on auth loss or a protocol violation. Messages are
+// handled one at a time, so a slow disk slows the reader instead of growing memory.
+func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call) error {
+	rr := runtimeRequest(r, store.ClientIngest, store.TransportWS)
+	id, err := s.auth.AuthenticateRuntime(rr)
+	if err != nil {
+		return err
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil // Accept has answered the handshake
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(ingest.MaxLine)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		t := time.NewTicker(wsPingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pctx, pcancel := context.WithTimeout(ctx, wsPingEvery)
+				err := conn.Ping(pctx)
+				pcancel()
+				if err != nil {
+					conn.CloseNow()
+					return
+				}
+			}
+		}
+	}()
+	reply := func(v wsReply) error {
+		b, _ := json.Marshal(v)
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer wcancel()
+		return conn.Write(wctx, websocket.MessageText, b)
+	}
+	for {
+		typ, msg, err := conn.Read(ctx)
+		if err != nil {
+			return nil // closed, too large, or a protocol violation: the library answered
+		}
+		if typ != websocket.MessageText {
+			if reply(wsReply{Type: "error", Message: "binary frames are not accepted: send the ingest envelope as a text message"}) != nil {
+				return nil
+			}
+			continue
+		}
+		// Credentials are checked again for every message: a revoked key or a disabled
+		// client closes the socket.
+		if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
+			conn.Close(websocket.StatusPolicyViolation, "authentication lost")
+			return nil
+		}
+		var m wsMessage
+		dec := json.NewDecoder(bytes.NewReader(msg))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			if reply(wsReply{Type: "error", Message: jsonError(err).Error()}) != nil {
+				return nil
+			}
+			continue
+		}
+		body, _ := json.Marshal(struct {
+			Schema string          `json:"schema,omitempty"`
+			Data   json.RawMessage `json:"data"`
+		}{m.Schema, m.Data})
+		res, err := s.ingest.Ingest(ctx, caller(id), ingest.Request{ContentType: "application/json", Body: bytes.NewReader(body)})
+		var out wsReply
+		var none *ingest.NoneAccepted
+		switch {
+		case err == nil:
+			out = wsReply{Type: "ack", ID: m.ID, IngestID: res.IngestID, Accepted: &res.Accepted, Rejected: &res.Rejected}
+			if len(res.Errors) > 0 {
+				out.Errors = res.Errors
+			}
+		case errors.As(err, &none):
+			out = wsReply{Type: "error", ID: m.ID, IngestID: none.Result.IngestID, Message: "no valid records: nothing was stored", Errors: none.Result.Errors}
+		default:
+			out = wsReply{Type: "error", ID: m.ID, Message: safeMessage(ingestError(err))}
+		}
+		if reply(out) != nil {
+			return nil
+		}
+	}
+}
+
+// safeMessage is what a caller may be told of an error.
+func safeMessage(err error) string {
+	var e *store.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

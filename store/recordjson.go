@@ -362,11 +362,18 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]
 			if s.err != nil {
 				break
 			}
-			name := string(dst[nameAt+1 : nameEnd-1])
+			var idx int
+			var known bool
+			var name string
 			if escaped {
 				name = unquoteKey(dst[nameAt:nameEnd])
+				idx, known = v.index[name]
+			} else {
+				idx, known = v.index[string(dst[nameAt+1:nameEnd-1])] // no allocation
+				if !known || seen[idx] {
+					name = string(dst[nameAt+1 : nameEnd-1])
+				}
 			}
-			idx, known := v.index[name]
 			switch {
 			case !known:
 				if unknown == nil {
@@ -382,11 +389,11 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]
 				dst = dst[:keyStart]
 				goto next
 			case seen[idx]:
-				errs = append(errs, FieldError{Field: name, Message: "appears twice"})
+				errs = append(errs, FieldError{Field: v.model.Fields[idx].Name, Message: "appears twice"})
 			}
 			seen[idx] = true
 			if msg := checkKind(v.model.Fields[idx], kind, plain, dst[valAt:]); msg != "" {
-				errs = append(errs, FieldError{Field: name, Message: msg})
+				errs = append(errs, FieldError{Field: v.model.Fields[idx].Name, Message: msg})
 			}
 			first = false
 		next:

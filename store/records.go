@@ -183,8 +183,7 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 					return err
 				}
 				var k [RecordKeySize]byte
-				binary.BigEndian.PutUint64(k[:8], us)
-				binary.BigEndian.PutUint64(k[8:], seq)
+				putKey(k[:], us, seq)
 				if err := lb.Put(k[:], rec); err != nil {
 					return err
 				}
@@ -332,4 +331,9 @@ func (l *RecordLog) Check() []string {
 		return nil
 	})
 	return out
+}
+
+func putKey(k []byte, us, seq uint64) {
+	binary.BigEndian.PutUint64(k[:8], us)
+	binary.BigEndian.PutUint64(k[8:], seq)
 }

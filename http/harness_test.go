@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"lookout/auth"
+	"lookout/ingest"
 	"lookout/internal/testclock"
 	"lookout/store"
 )
@@ -28,6 +30,11 @@ type harness struct {
 	url   string
 	logs  *bytes.Buffer
 	dir   string // holds lookout.db
+
+	ingestURL string // the ingest listener, over TLS that requests client certificates
+	ingestTLS *httptest.Server
+	records   *store.RecordStore
+	ingest    *ingest.Service
 }
 
 func newHarness(t testing.TB) *harness {
@@ -45,16 +52,27 @@ func newHarness(t testing.TB) *harness {
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := auth.New(st, []byte("0123456789abcdef0123456789abcdef"), c.Now, log)
-	s := NewServer(Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test"})
+	records, err := store.OpenRecordStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := ingest.New(st, records, c.Now, log)
+	s := NewServer(Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing})
 	ts := httptest.NewServer(s.ConsoleHandler())
+	its := httptest.NewUnstartedServer(s.IngestHandler())
+	its.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	its.StartTLS()
 	t.Cleanup(func() {
 		ts.Close()
+		its.Close()
+		ing.Close()
+		records.Close()
 		if p, err := st.Check(); err != nil || len(p) > 0 {
 			t.Errorf("check: %v %v", p, err)
 		}
 		st.Close()
 	})
-	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs, dir: dir}
+	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs, dir: dir, ingestURL: its.URL, ingestTLS: its, records: records, ingest: ing}
 }
 
 type lockedWriter struct {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"lookout/store"
 )
 
 func newBackupCommand(g *globalOptions) *cobra.Command {
@@ -27,7 +29,7 @@ func newBackupCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			n, err := writeBackup(d, out)
+			n, err := writeBackup(d, g, out)
 			if err != nil {
 				return err
 			}
@@ -39,21 +41,79 @@ func newBackupCommand(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// writeBackup copies the data file into path.tmp, syncs it and renames it over path, so path
-// is never a partial copy.
-func writeBackup(d *dataAccess, path string) (int64, error) {
+// writeBackup copies the control-plane file to path and each embedded warehouse file to
+// path.warehouses/<id>.db. Every copy goes to a .tmp file that is fsynced and renamed, so
+// no path ever holds a partial copy.
+func writeBackup(d *dataAccess, g *globalOptions, path string) (int64, error) {
+	n, err := atomicWrite(path, func(w io.Writer) (int64, error) {
+		if d.store != nil {
+			return d.store.Backup(w, nil)
+		}
+		return streamBackup(d.client, "/v1/backup", w)
+	})
+	if err != nil {
+		return 0, err
+	}
+	ids, err := warehouseFiles(d, g)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return n, nil
+	}
+	dir := path + ".warehouses"
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	var records *store.RecordStore
+	if d.store != nil {
+		if records, err = store.OpenRecordStore(g.dataDir); err != nil {
+			return 0, err
+		}
+		defer records.Close()
+	}
+	for _, id := range ids {
+		m, err := atomicWrite(filepath.Join(dir, id+".db"), func(w io.Writer) (int64, error) {
+			if records == nil {
+				return streamBackup(d.client, "/v1/backup/warehouses/"+id, w)
+			}
+			l, err := records.Log(id)
+			if err != nil {
+				return 0, err
+			}
+			return l.Backup(w, nil)
+		})
+		if err != nil {
+			return 0, fmt.Errorf("warehouse %s: %w", id, err)
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// warehouseFiles lists the embedded warehouse files, directly or through the socket.
+func warehouseFiles(d *dataAccess, g *globalOptions) ([]string, error) {
+	if d.store == nil {
+		var ids []string
+		err := d.call("GET", "/v1/warehouses", nil, &ids)
+		return ids, err
+	}
+	rs, err := store.OpenRecordStore(g.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	return rs.Files()
+}
+
+func atomicWrite(path string, write func(io.Writer) (int64, error)) (int64, error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(tmp)
-	var n int64
-	if d.store != nil {
-		n, err = d.store.Backup(f, nil)
-	} else {
-		n, err = streamBackup(d.client, f)
-	}
+	n, err := write(f)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -73,8 +133,8 @@ func writeBackup(d *dataAccess, path string) (int64, error) {
 	return n, nil
 }
 
-func streamBackup(c *http.Client, w io.Writer) (int64, error) {
-	resp, err := c.Get("http://lookout/v1/backup")
+func streamBackup(c *http.Client, path string, w io.Writer) (int64, error) {
+	resp, err := c.Get("http://lookout" + path)
 	if err != nil {
 		return 0, err
 	}

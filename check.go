@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"lookout/store"
 )
 
 func newCheckCommand(g *globalOptions) *cobra.Command {
@@ -20,7 +22,15 @@ func newCheckCommand(g *globalOptions) *cobra.Command {
 			defer d.Close()
 			var problems []string
 			if d.store != nil {
-				problems, err = d.store.Check()
+				if problems, err = d.store.Check(); err == nil {
+					var rs *store.RecordStore
+					if rs, err = store.OpenRecordStore(g.dataDir); err == nil {
+						var more []string
+						more, err = rs.Check()
+						problems = append(problems, more...)
+						rs.Close()
+					}
+				}
 			} else {
 				var out struct {
 					Problems []string `json:"problems"`

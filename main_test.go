@@ -377,8 +377,40 @@ func TestOnlineBackupAndAdminSocket(t *testing.T) {
 	if st, _ := (client{t: t, base: p.base, auth: tok2}).do("GET", "/management/v1/projects/"+id, nil); st != 200 {
 		t.Fatalf("token made through the socket: %d", st)
 	}
+	// Some ingested records, so the backup has a warehouse file to copy.
+	st, env = c.do("POST", "/management/v1/models", map[string]any{"project_id": id, "key": "events", "fields": []map[string]any{{"name": "n", "type": "integer"}}})
+	if st != 201 {
+		t.Fatal(env)
+	}
+	model, warehouse := field(env, "data", "id"), field(env, "data", "warehouse_id")
+	st, env = c.do("POST", "/management/v1/ingest-clients", map[string]any{"project_id": id, "name": "in", "models": []string{"events"}})
+	ic := field(env, "data", "id")
+	_, env = c.do("POST", "/management/v1/runtime-api-keys", map[string]any{"project_id": id, "name": "k", "kind": "ingest", "client_id": ic})
+	req, _ := http.NewRequest("POST", listenerURL(t, p, "ingest")+"/ingest?schema=events", strings.NewReader("{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"))
+	req.Header.Set("Authorization", "ApiKey "+field(env, "data", "key"))
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
+		t.Fatalf("ingest: %v %v", err, resp)
+	}
 	out := filepath.Join(t.TempDir(), "backup.db")
 	run(t, "", false, "backup", "--data-dir", dir, "--out", out)
+	restored := t.TempDir()
+	os.MkdirAll(filepath.Join(restored, "warehouses"), 0o700)
+	if err := os.Rename(filepath.Join(out+".warehouses", warehouse+".db"), filepath.Join(restored, "warehouses", warehouse+".db")); err != nil {
+		t.Fatalf("warehouse copy missing: %v", err)
+	}
+	rs, err := store.OpenRecordStore(restored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	wl, err := rs.Log(warehouse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := wl.Count(model); n != 3 {
+		t.Fatalf("backup holds %d records, want 3", n)
+	}
 	b, err := store.Open(out, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -219,7 +219,7 @@ func (m *Main) Open() (err error) {
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
-		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath,
+		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"lookout/auth"
+	"lookout/store"
 )
 
 // AdminHandler serves the admin socket (<data-dir>/lookout.sock, mode 0600): while serve
@@ -15,6 +16,8 @@ func (s *Server) AdminHandler() http.Handler {
 	m.handle(http.MethodPost, "/v1/owners", route{body: true}, s.handleAdminCreateOwner)
 	m.handle(http.MethodPost, "/v1/tokens", route{body: true}, s.handleAdminCreateToken)
 	m.handle(http.MethodGet, "/v1/backup", route{}, s.handleAdminBackup)
+	m.handle(http.MethodGet, "/v1/warehouses", route{}, s.handleAdminWarehouses)
+	m.handle(http.MethodGet, "/v1/backup/warehouses/:id", route{}, s.handleAdminBackupWarehouse)
 	m.handle(http.MethodGet, "/v1/check", route{}, s.handleAdminCheck)
 	return m.r
 }
@@ -80,11 +83,45 @@ func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *ca
 	return nil
 }
 
+func (s *Server) handleAdminWarehouses(w http.ResponseWriter, r *http.Request, c *call) error {
+	ids, err := s.records.Files()
+	if err != nil {
+		return err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	writeData(w, http.StatusOK, ids)
+	return nil
+}
+
+// handleAdminBackupWarehouse streams a consistent copy of one embedded warehouse file.
+func (s *Server) handleAdminBackupWarehouse(w http.ResponseWriter, r *http.Request, c *call) error {
+	log, err := s.records.Log(c.params.ByName("id"))
+	if err != nil {
+		return store.NotFound("warehouse file")
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	n, err := log.Backup(w, func(size int64) { w.Header().Set("Content-Length", strconv.FormatInt(size, 10)) })
+	if err != nil && n == 0 {
+		return err
+	}
+	if err != nil {
+		s.log.Error("warehouse backup stream failed", "err", err, "written", n)
+	}
+	return nil
+}
+
 func (s *Server) handleAdminCheck(w http.ResponseWriter, r *http.Request, c *call) error {
 	problems, err := s.store.Check()
 	if err != nil {
 		return err
 	}
+	more, err := s.records.Check()
+	if err != nil {
+		return err
+	}
+	problems = append(problems, more...)
 	if problems == nil {
 		problems = []string{}
 	}

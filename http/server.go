@@ -33,6 +33,7 @@ type Server struct {
 	metrics      *metrics
 	ingest       *ingest.Service
 	wsIngestPath string
+	records      *store.RecordStore
 }
 
 // Config wires a Server.
@@ -49,6 +50,8 @@ type Config struct {
 	// (default /ws/ingest).
 	Ingest       *ingest.Service
 	WSIngestPath string
+	// Records holds the embedded warehouse files (admin backup and check).
+	Records *store.RecordStore
 }
 
 // NewServer returns a Server.
@@ -67,7 +70,7 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
-		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath,
+		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records,
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"

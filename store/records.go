@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -311,14 +312,39 @@ func (l *RecordLog) Count(modelID string) (int, error) {
 	return n, err
 }
 
-// Backup writes a consistent copy of the warehouse file to w from one read transaction.
-func (l *RecordLog) Backup(w interface{ Write([]byte) (int, error) }) (int64, error) {
+// Backup writes a consistent copy of the warehouse file to w from one read transaction;
+// size, when not nil, is told the copy's length first.
+func (l *RecordLog) Backup(w io.Writer, size func(int64)) (int64, error) {
 	var n int64
 	err := l.db.View(func(tx *bolt.Tx) (err error) {
+		if size != nil {
+			size(tx.Size())
+		}
 		n, err = tx.WriteTo(w)
 		return err
 	})
 	return n, err
+}
+
+// Check runs bbolt's consistency check on every warehouse file, naming the file in each
+// problem.
+func (rs *RecordStore) Check() ([]string, error) {
+	ids, err := rs.Files()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		l, err := rs.Log(id)
+		if err != nil {
+			out = append(out, fmt.Sprintf("warehouse file %s: %v", id, err))
+			continue
+		}
+		for _, p := range l.Check() {
+			out = append(out, fmt.Sprintf("warehouse file %s: %s", id, p))
+		}
+	}
+	return out, nil
 }
 
 // Check runs bbolt's consistency check on the warehouse file.

@@ -36,6 +36,7 @@ type serveOptions struct {
 	queryTLSCert, queryTLSKey   string
 	logFormat, logLevel         string
 	wsIngestPath                string
+	wsDiscover                  bool
 	ephemeral                   bool
 	shutdownTimeout             time.Duration
 }
@@ -80,6 +81,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.StringVar(&o.wsIngestPath, "ws-ingest-path", "/ws/ingest", "path of WebSocket ingest on the ingest listener")
+	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	return cmd
@@ -219,7 +221,7 @@ func (m *Main) Open() (err error) {
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
-		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records,
+		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")

@@ -57,7 +57,7 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	ing := ingest.New(st, records, c.Now, log)
-	s := NewServer(Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records})
+	s := NewServer(Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records, WSDiscover: true})
 	ts := httptest.NewServer(s.ConsoleHandler())
 	its := httptest.NewUnstartedServer(s.IngestHandler())
 	its.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}

@@ -22,6 +22,10 @@ func (s *Server) registerIngestRoutes(m *mux) {
 	m.handle(http.MethodOptions, "/ingest", route{}, s.handlePreflight)
 	m.handle(http.MethodPost, "/ingest", route{}, s.handleIngest)
 	m.handle(http.MethodGet, s.wsIngestPath, route{}, s.handleWSIngest)
+	m.handle(http.MethodPost, "/discover", route{}, s.handleDiscover)
+	if s.wsDiscover {
+		m.handle(http.MethodGet, "/ws/discover", route{}, s.handleWSDiscover)
+	}
 }
 
 // corsHeaders are the Browser rules of the spec for /ingest and /query: any origin, the

@@ -34,6 +34,7 @@ type Server struct {
 	ingest       *ingest.Service
 	wsIngestPath string
 	records      *store.RecordStore
+	wsDiscover   bool
 }
 
 // Config wires a Server.
@@ -52,6 +53,8 @@ type Config struct {
 	WSIngestPath string
 	// Records holds the embedded warehouse files (admin backup and check).
 	Records *store.RecordStore
+	// WSDiscover enables /ws/discover on the ingest listener.
+	WSDiscover bool
 }
 
 // NewServer returns a Server.
@@ -70,7 +73,7 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
-		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records,
+		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover,
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
@@ -87,6 +90,7 @@ func (s *Server) ConsoleHandler() http.Handler {
 	s.registerAuthRoutes(m)
 	s.registerWorkspaceRoutes(m)
 	s.registerTokenRoutes(m)
+	s.registerDiscoveryRoutes(m)
 	for _, b := range []base{consoleBase, managementBase} {
 		s.registerProjectRoutes(m, b)
 		s.registerResourceRoutes(m, b)

@@ -160,7 +160,7 @@ func firstPart(k []byte) string {
 	return string(k)
 }
 
-var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA}
+var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA, KindDiscovery}
 
 // checkResources verifies the project resources: the by_project index and each kind's
 // bucket agree both ways, key indexes are exact, references resolve, and no Analytics API

@@ -39,6 +39,11 @@ var migrations = []func(s *Store, tx *bolt.Tx) error{
 			return s.createDefaultWarehouse(tx, string(k), s.now())
 		})
 	},
+	// 3: discovery sessions.
+	func(s *Store, tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucketDiscovery)
+		return err
+	},
 }
 
 // SchemaVersion is the data-file version this binary writes.

@@ -215,38 +215,43 @@ func (m *Model) apply(in ModelInput) {
 // Returns validation_failed, not_found (project), conflict (key taken).
 func (s *Store) CreateModel(projectID string, in ModelInput) (Model, error) {
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		m = Model{Meta: Meta{ProjectID: projectID}, Fields: []Field{}, UnknownFields: UnknownReject, Status: StatusActive}
-		m.apply(in)
-		if in.Key == nil {
-			return Invalid(FieldError{Field: "key", Message: "is required"})
-		}
-		if in.Name == nil {
-			m.Name = m.Key
-		}
-		if m.WarehouseID == "" {
-			wh, err := defaultWarehouse(tx, projectID)
-			if err != nil {
-				return err
-			}
-			m.WarehouseID = wh
-		}
-		if err := m.validate(); err != nil {
-			return err
-		}
-		if _, err := getInProject[Warehouse](tx, KindWarehouse, projectID, m.WarehouseID); err != nil {
-			return Invalid(FieldError{Field: "warehouse_id", Message: "is not a warehouse of this project"})
-		}
-		keys := tx.Bucket(bucketModelKeys)
-		if keys.Get(pairKey(projectID, m.Key)) != nil {
-			return conflictField("key", "a model with key %q already exists in this project", m.Key)
-		}
-		if err := s.insertRes(tx, KindModel, &m, s.now()); err != nil {
-			return err
-		}
-		return keys.Put(pairKey(projectID, m.Key), []byte(m.ID))
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		m, err = s.createModel(tx, projectID, in)
+		return err
 	})
 	return m, err
+}
+
+func (s *Store) createModel(tx *bolt.Tx, projectID string, in ModelInput) (Model, error) {
+	m := Model{Meta: Meta{ProjectID: projectID}, Fields: []Field{}, UnknownFields: UnknownReject, Status: StatusActive}
+	m.apply(in)
+	if in.Key == nil {
+		return m, Invalid(FieldError{Field: "key", Message: "is required"})
+	}
+	if in.Name == nil {
+		m.Name = m.Key
+	}
+	if m.WarehouseID == "" {
+		wh, err := defaultWarehouse(tx, projectID)
+		if err != nil {
+			return m, err
+		}
+		m.WarehouseID = wh
+	}
+	if err := m.validate(); err != nil {
+		return m, err
+	}
+	if _, err := getInProject[Warehouse](tx, KindWarehouse, projectID, m.WarehouseID); err != nil {
+		return m, Invalid(FieldError{Field: "warehouse_id", Message: "is not a warehouse of this project"})
+	}
+	keys := tx.Bucket(bucketModelKeys)
+	if keys.Get(pairKey(projectID, m.Key)) != nil {
+		return m, conflictField("key", "a model with key %q already exists in this project", m.Key)
+	}
+	if err := s.insertRes(tx, KindModel, &m, s.now()); err != nil {
+		return m, err
+	}
+	return m, keys.Put(pairKey(projectID, m.Key), []byte(m.ID))
 }
 
 func conflictField(field, format string, args ...any) *Error {
@@ -259,31 +264,36 @@ func conflictField(field, format string, args ...any) *Error {
 // (archived, or not additive), precondition_failed.
 func (s *Store) UpdateModel(projectID, id string, in ModelInput, ifMatch int) (Model, error) {
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		old, err := getInProject[Model](tx, KindModel, projectID, id)
-		if err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, old.Version); err != nil {
-			return err
-		}
-		if old.Status == StatusArchived {
-			return Errorf(CodeConflict, "the model is archived; archived models cannot change")
-		}
-		m = old
-		m.Fields = append([]Field{}, old.Fields...)
-		m.apply(in)
-		// Additivity first: removing or retyping a field is a 409 even when the rest of the
-		// proposed definition would also be invalid.
-		if err := old.checkAdditive(&m); err != nil {
-			return err
-		}
-		if err := m.validate(); err != nil {
-			return err
-		}
-		return touchRes(tx, KindModel, &m, s.now())
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		m, err = s.updateModel(tx, projectID, id, in, ifMatch)
+		return err
 	})
 	return m, err
+}
+
+func (s *Store) updateModel(tx *bolt.Tx, projectID, id string, in ModelInput, ifMatch int) (Model, error) {
+	old, err := getInProject[Model](tx, KindModel, projectID, id)
+	if err != nil {
+		return old, err
+	}
+	if err := checkIfMatch(ifMatch, old.Version); err != nil {
+		return old, err
+	}
+	if old.Status == StatusArchived {
+		return old, Errorf(CodeConflict, "the model is archived; archived models cannot change")
+	}
+	m := old
+	m.Fields = append([]Field{}, old.Fields...)
+	m.apply(in)
+	// Additivity first: removing or retyping a field is a 409 even when the rest of the
+	// proposed definition would also be invalid.
+	if err := old.checkAdditive(&m); err != nil {
+		return m, err
+	}
+	if err := m.validate(); err != nil {
+		return m, err
+	}
+	return m, touchRes(tx, KindModel, &m, s.now())
 }
 
 // ArchiveModel archives a model (there is no hard delete): ingest into it is refused from

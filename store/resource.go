@@ -44,6 +44,7 @@ var (
 	KindAPI        = Kind{"Analytics API", "api_", bucketAnalyticsAPIs}
 	KindBinding    = Kind{"analytics binding", "bind_", bucketBindings}
 	KindClientCA   = Kind{"Client CA", "ca_", bucketClientCAs}
+	KindDiscovery  = Kind{"discovery session", "dsc_", bucketDiscovery}
 )
 
 // byProjectKey is the by_project index key of a resource: kind prefix 0 project 0 id.

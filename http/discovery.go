@@ -1,0 +1,118 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/coder/websocket"
+
+	"lookout/ingest"
+	"lookout/store"
+)
+
+// registerDiscoveryRoutes mounts the console's discovery review (console only: the spec
+// keeps discovery controls out of the Management API).
+func (s *Server) registerDiscoveryRoutes(m *mux) {
+	const p = "/api/v1/discovery-sessions"
+	st := s.store
+	m.handle(http.MethodGet, p, route{auth: authSession, target: targetProjectQuery}, listH(func(pid string, q url.Values, pg store.Page) ([]store.DiscoverySession, string, error) {
+		return st.ListDiscovery(pid, q.Get("state"), pg)
+	}))
+	m.handle(http.MethodPost, p, route{auth: authSession, body: true}, s.handleOpenDiscovery)
+	m.handle(http.MethodGet, p+"/:id", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, getH(st.Discovery))
+	m.handle(http.MethodPost, p+"/:id/accept", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, s.handleAcceptDiscovery)
+	m.handle(http.MethodPost, p+"/:id/discard", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, actionH(st.DiscardDiscovery))
+}
+
+// handleOpenDiscovery opens a session for an ingest client; the project is the client's,
+// and opening one is a write to it.
+func (s *Server) handleOpenDiscovery(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in store.DiscoveryInput
+	if err := decodeJSON(c.body, &in); err != nil {
+		return err
+	}
+	if in.IngestClientID == "" {
+		return store.Invalid(store.FieldError{Field: "ingest_client_id", Message: "is required"})
+	}
+	pid, err := s.store.ResourceProject(store.KindIngest, in.IngestClientID)
+	if store.IsCode(err, store.CodeNotFound) {
+		return store.Invalid(store.FieldError{Field: "ingest_client_id", Message: "is not an ingest client"})
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := s.auth.Project(c.p, pid, true); err != nil {
+		return err
+	}
+	d, err := s.store.OpenDiscovery(pid, in)
+	if err != nil {
+		return err
+	}
+	writeResource(w, http.StatusCreated, d, d.Version)
+	return nil
+}
+
+func (s *Server) handleAcceptDiscovery(w http.ResponseWriter, r *http.Request, c *call) error {
+	d, m, err := s.store.AcceptDiscovery(c.project.ID, c.params.ByName("id"))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, map[string]any{"session": d, "model": m})
+	return nil
+}
+
+// handleDiscover is POST /discover on the ingest listener.
+func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := s.auth.AuthenticateRuntime(runtimeRequest(r, store.ClientIngest, store.TransportHTTP))
+	if err != nil {
+		return err
+	}
+	res, err := s.ingest.Discover(caller(id), http.MaxBytesReader(w, r.Body, ingest.MaxDiscover))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusAccepted, res)
+	return nil
+}
+
+// handleWSDiscover is /ws/discover: each text message is one object or an array of
+// objects, answered with {"type":"ack","session_id","captured"} or an error message.
+func (s *Server) handleWSDiscover(w http.ResponseWriter, r *http.Request, c *call) error {
+	rr := runtimeRequest(r, store.ClientIngest, store.TransportWS)
+	id, err := s.auth.AuthenticateRuntime(rr)
+	if err != nil {
+		return err
+	}
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return nil
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(ingest.MaxDiscover)
+	ctx := r.Context()
+	for {
+		typ, msg, err := conn.Read(ctx)
+		if err != nil {
+			return nil
+		}
+		if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
+			conn.Close(websocket.StatusPolicyViolation, "authentication lost")
+			return nil
+		}
+		var out any
+		if typ != websocket.MessageText {
+			out = wsReply{Type: "error", Message: "binary frames are not accepted"}
+		} else if res, err := s.ingest.Discover(caller(id), bytes.NewReader(msg)); err != nil {
+			out = wsReply{Type: "error", Message: safeMessage(err)}
+		} else {
+			out = map[string]any{"type": "ack", "session_id": res.SessionID, "captured": res.Captured}
+		}
+		b, _ := json.Marshal(out)
+		if conn.Write(context.WithoutCancel(ctx), websocket.MessageText, b) != nil {
+			return nil
+		}
+	}
+}

@@ -241,21 +241,16 @@ func (m *Main) Open() (err error) {
 	if err := m.startAdminSocket(); err != nil {
 		return err
 	}
-	for _, l := range []struct {
-		name, addr, cert, key string
-		h                     http.Handler
-		mtls                  bool
-		url                   *string
-	}{
-		{"console", m.opts.addr, m.opts.tlsCert, m.opts.tlsKey, m.HTTP.ConsoleHandler(), false, &m.BaseURL},
-		{"ingest", m.opts.ingestAddr, m.opts.ingestTLSCert, m.opts.ingestTLSKey, m.HTTP.IngestHandler(), true, &m.IngestURL},
-		{"query", m.opts.queryAddr, m.opts.queryTLSCert, m.opts.queryTLSKey, m.HTTP.QueryHandler(), true, &m.QueryURL},
-	} {
-		u, err := m.listen(l.name, l.addr, l.cert, l.key, l.mtls, l.h)
-		if err != nil {
-			return err
-		}
-		*l.url = u
+	// The runtimes first: the console's OpenAPI documents name the ingest listener's URL.
+	if m.IngestURL, err = m.listen("ingest", m.opts.ingestAddr, m.opts.ingestTLSCert, m.opts.ingestTLSKey, true, m.HTTP.IngestHandler()); err != nil {
+		return err
+	}
+	if m.QueryURL, err = m.listen("query", m.opts.queryAddr, m.opts.queryTLSCert, m.opts.queryTLSKey, true, m.HTTP.QueryHandler()); err != nil {
+		return err
+	}
+	m.HTTP.SetIngestURL(m.IngestURL)
+	if m.BaseURL, err = m.listen("console", m.opts.addr, m.opts.tlsCert, m.opts.tlsKey, false, m.HTTP.ConsoleHandler()); err != nil {
+		return err
 	}
 	if m.Fixture != nil {
 		m.Fixture.BaseURL, m.Fixture.IngestURL, m.Fixture.QueryURL = m.BaseURL, m.IngestURL, m.QueryURL

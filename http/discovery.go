@@ -25,6 +25,8 @@ func (s *Server) registerDiscoveryRoutes(m *mux) {
 	m.handle(http.MethodGet, p+"/:id", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, getH(st.Discovery))
 	m.handle(http.MethodPost, p+"/:id/accept", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, s.handleAcceptDiscovery)
 	m.handle(http.MethodPost, p+"/:id/discard", route{auth: authSession, target: targetResourceParam, kind: store.KindDiscovery}, actionH(st.DiscardDiscovery))
+	// The per-client OpenAPI document is a console feature (not Management API v1).
+	m.handle(http.MethodGet, "/api/v1/ingest-clients/:id/openapi.json", route{auth: authSession, target: targetResourceParam, kind: store.KindIngest}, s.handleIngestOpenAPI)
 }
 
 // handleOpenDiscovery opens a session for an ingest client; the project is the client's,
@@ -115,4 +117,25 @@ func (s *Server) handleWSDiscover(w http.ResponseWriter, r *http.Request, c *cal
 			return nil
 		}
 	}
+}
+
+// handleIngestOpenAPI serves the OpenAPI 3.1 document of one ingest client's /ingest.
+func (s *Server) handleIngestOpenAPI(w http.ResponseWriter, r *http.Request, c *call) error {
+	cl, err := s.store.Client(store.ClientIngest, c.project.ID, c.params.ByName("id"))
+	if err != nil {
+		return err
+	}
+	var models []store.Model
+	for _, key := range cl.Models {
+		if m, err := s.store.ModelByKey(cl.ProjectID, key); err == nil {
+			models = append(models, m)
+		}
+	}
+	b, err := json.MarshalIndent(ingest.OpenAPI(cl, models, s.ingestURL), "", "  ")
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Write(b)
+	return nil
 }

@@ -62,6 +62,7 @@ func newHarness(t testing.TB) *harness {
 	its := httptest.NewUnstartedServer(s.IngestHandler())
 	its.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	its.StartTLS()
+	s.SetIngestURL(its.URL)
 	t.Cleanup(func() {
 		ts.Close()
 		its.Close()

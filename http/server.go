@@ -35,6 +35,7 @@ type Server struct {
 	wsIngestPath string
 	records      *store.RecordStore
 	wsDiscover   bool
+	ingestURL    string
 }
 
 // Config wires a Server.
@@ -55,6 +56,8 @@ type Config struct {
 	Records *store.RecordStore
 	// WSDiscover enables /ws/discover on the ingest listener.
 	WSDiscover bool
+	// IngestURL is the ingest listener's address, for the OpenAPI documents.
+	IngestURL string
 }
 
 // NewServer returns a Server.
@@ -73,7 +76,7 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
-		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover,
+		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
@@ -81,6 +84,10 @@ func NewServer(c Config) *Server {
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
 	return s
 }
+
+// SetIngestURL tells the console where the ingest listener is, for the OpenAPI documents.
+// Call it before the console listener starts serving.
+func (s *Server) SetIngestURL(u string) { s.ingestURL = u }
 
 // ConsoleHandler serves the console API (/api/v1), the Management API (/management/v1),
 // health and metrics.

@@ -349,16 +349,23 @@ func (m *Main) startAdminSocket() error {
 	return nil
 }
 
-// flushUsage writes batched token last_used_at times every few seconds.
+// flushUsage writes batched token last_used_at times every few seconds and drops expired
+// Idempotency-Key entries every ten minutes.
 func (m *Main) flushUsage() {
 	defer close(m.flushDone)
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
+	prune := time.NewTicker(10 * time.Minute)
+	defer prune.Stop()
 	for {
 		select {
 		case <-t.C:
 			if err := m.Auth.FlushUsage(); err != nil {
 				m.Log.Error("write token usage", "err", err)
+			}
+		case <-prune.C:
+			if err := m.Ingest.PruneIdempotency(); err != nil {
+				m.Log.Error("prune idempotency keys", "err", err)
 			}
 		case <-m.flushStop:
 			return

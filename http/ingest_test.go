@@ -524,3 +524,21 @@ func TestWebSocketIngest(t *testing.T) {
 }
 
 type ingestCommitted = ingest.Committed
+
+func TestIdempotencyKeysArePruned(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	key := map[string]string{"Authorization": "ApiKey " + rw.keys["keys"], "Idempotency-Key": "k1"}
+	first := rw.runtime(ingestReq{body: oneRecord, header: key})
+	rw.clock.Advance(25 * time.Hour)
+	if err := rw.ingest.PruneIdempotency(); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := rw.st.ModelByKey(rw.project, "orders")
+	log, _ := rw.records.Log(m.WarehouseID)
+	if n, _ := log.PruneIdempotency(rw.clock.Now(), 10); n != 0 {
+		t.Fatalf("%d expired keys left after pruning", n)
+	}
+	if r := rw.runtime(ingestReq{body: oneRecord, header: key}); r.body == first.body {
+		t.Fatal("a pruned key replayed")
+	}
+}

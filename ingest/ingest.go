@@ -503,3 +503,21 @@ func (s *Service) committed(projectID, modelKey string, recs [][]byte) {
 		s.OnCommit(Committed{ProjectID: projectID, ModelKey: modelKey, Records: recs})
 	}
 }
+
+// PruneIdempotency deletes expired Idempotency-Key entries from every warehouse file this
+// service writes to, a bounded number per file per call. Main calls it periodically.
+func (s *Service) PruneIdempotency() error {
+	s.mu.Lock()
+	logs := make([]*store.RecordLog, 0, len(s.writers))
+	for _, w := range s.writers {
+		logs = append(logs, w.log)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range logs {
+		if _, err := l.PruneIdempotency(s.now(), 10_000); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

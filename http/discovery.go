@@ -7,8 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/coder/websocket"
-
+	"lookout/auth"
 	"lookout/ingest"
 	"lookout/store"
 )
@@ -83,40 +82,13 @@ func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request, c *call)
 // handleWSDiscover is /ws/discover: each text message is one object or an array of
 // objects, answered with {"type":"ack","session_id","captured"} or an error message.
 func (s *Server) handleWSDiscover(w http.ResponseWriter, r *http.Request, c *call) error {
-	rr := runtimeRequest(r, store.ClientIngest, store.TransportWS)
-	id, err := s.auth.AuthenticateRuntime(rr)
-	if err != nil {
-		return err
-	}
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return nil
-	}
-	defer conn.CloseNow()
-	conn.SetReadLimit(ingest.MaxDiscover)
-	ctx := r.Context()
-	for {
-		typ, msg, err := conn.Read(ctx)
+	return s.runtimeSocket(w, r, ingest.MaxDiscover, func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any {
+		res, err := s.ingest.Discover(caller(id), bytes.NewReader(msg))
 		if err != nil {
-			return nil
+			return wsReply{Type: "error", Message: safeMessage(err)}
 		}
-		if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
-			conn.Close(websocket.StatusPolicyViolation, "authentication lost")
-			return nil
-		}
-		var out any
-		if typ != websocket.MessageText {
-			out = wsReply{Type: "error", Message: "binary frames are not accepted"}
-		} else if res, err := s.ingest.Discover(caller(id), bytes.NewReader(msg)); err != nil {
-			out = wsReply{Type: "error", Message: safeMessage(err)}
-		} else {
-			out = map[string]any{"type": "ack", "session_id": res.SessionID, "captured": res.Captured}
-		}
-		b, _ := json.Marshal(out)
-		if conn.Write(context.WithoutCancel(ctx), websocket.MessageText, b) != nil {
-			return nil
-		}
-	}
+		return map[string]any{"type": "ack", "session_id": res.SessionID, "captured": res.Captured}
+	})
 }
 
 // handleIngestOpenAPI serves the OpenAPI 3.1 document of one ingest client's /ingest.

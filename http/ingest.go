@@ -147,11 +147,12 @@ type wsReply struct {
 // wsPingEvery keeps idle sockets alive through proxies and finds dead peers.
 const wsPingEvery = 30 * time.Second
 
-// handleWSIngest serves WebSocket ingest: credentials in the handshake; each text message
-// an ingest envelope answered with an ack after commit or an error; the socket stays open
-// through bad messages and closes on auth loss or a protocol violation. Messages are
-// handled one at a time, so a slow disk slows the reader instead of growing memory.
-func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call) error {
+// runtimeSocket runs a runtime WebSocket: credentials are checked in the handshake and
+// again before every message (a revoked key or disabled client closes the socket with
+// 1008); binary frames get an error message and the socket stays open; messages are
+// handled one at a time, so a slow disk slows the reader instead of growing memory;
+// messages over limit close the socket (1009); the server pings every 30 s.
+func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int64, handle func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any) error {
 	rr := runtimeRequest(r, store.ClientIngest, store.TransportWS)
 	id, err := s.auth.AuthenticateRuntime(rr)
 	if err != nil {
@@ -162,7 +163,7 @@ func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call)
 		return nil // Accept has answered the handshake
 	}
 	defer conn.CloseNow()
-	conn.SetReadLimit(ingest.MaxLine)
+	conn.SetReadLimit(limit)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go func() {
@@ -183,60 +184,58 @@ func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call)
 			}
 		}
 	}()
-	reply := func(v wsReply) error {
-		b, _ := json.Marshal(v)
-		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-		defer wcancel()
-		return conn.Write(wctx, websocket.MessageText, b)
-	}
 	for {
 		typ, msg, err := conn.Read(ctx)
 		if err != nil {
 			return nil // closed, too large, or a protocol violation: the library answered
 		}
+		var out any
 		if typ != websocket.MessageText {
-			if reply(wsReply{Type: "error", Message: "binary frames are not accepted: send the ingest envelope as a text message"}) != nil {
-				return nil
-			}
-			continue
-		}
-		// Credentials are checked again for every message: a revoked key or a disabled
-		// client closes the socket.
-		if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
+			out = wsReply{Type: "error", Message: "binary frames are not accepted: send JSON as a text message"}
+		} else if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
 			conn.Close(websocket.StatusPolicyViolation, "authentication lost")
 			return nil
+		} else {
+			out = handle(ctx, id, msg)
 		}
+		b, _ := json.Marshal(out)
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		err = conn.Write(wctx, websocket.MessageText, b)
+		wcancel()
+		if err != nil {
+			return nil
+		}
+	}
+}
+
+// handleWSIngest serves WebSocket ingest: each text message is an ingest envelope with an
+// optional id, answered after the commit with an ack, or with an error message.
+func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.runtimeSocket(w, r, ingest.MaxLine, func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any {
 		var m wsMessage
 		dec := json.NewDecoder(bytes.NewReader(msg))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&m); err != nil {
-			if reply(wsReply{Type: "error", Message: jsonError(err).Error()}) != nil {
-				return nil
-			}
-			continue
+			return wsReply{Type: "error", Message: jsonError(err).Error()}
 		}
 		body, _ := json.Marshal(struct {
 			Schema string          `json:"schema,omitempty"`
 			Data   json.RawMessage `json:"data"`
 		}{m.Schema, m.Data})
 		res, err := s.ingest.Ingest(ctx, caller(id), ingest.Request{ContentType: "application/json", Body: bytes.NewReader(body)})
-		var out wsReply
 		var none *ingest.NoneAccepted
 		switch {
 		case err == nil:
-			out = wsReply{Type: "ack", ID: m.ID, IngestID: res.IngestID, Accepted: &res.Accepted, Rejected: &res.Rejected}
+			out := wsReply{Type: "ack", ID: m.ID, IngestID: res.IngestID, Accepted: &res.Accepted, Rejected: &res.Rejected}
 			if len(res.Errors) > 0 {
 				out.Errors = res.Errors
 			}
+			return out
 		case errors.As(err, &none):
-			out = wsReply{Type: "error", ID: m.ID, IngestID: none.Result.IngestID, Message: "no valid records: nothing was stored", Errors: none.Result.Errors}
-		default:
-			out = wsReply{Type: "error", ID: m.ID, Message: safeMessage(ingestError(err))}
+			return wsReply{Type: "error", ID: m.ID, IngestID: none.Result.IngestID, Message: "no valid records: nothing was stored", Errors: none.Result.Errors}
 		}
-		if reply(out) != nil {
-			return nil
-		}
-	}
+		return wsReply{Type: "error", ID: m.ID, Message: safeMessage(ingestError(err))}
+	})
 }
 
 // safeMessage is what a caller may be told of an error.

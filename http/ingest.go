@@ -71,11 +71,23 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		ContentType: r.Header.Get("Content-Type"), ContentEncoding: r.Header.Get("Content-Encoding"),
 		Body: r.Body, Schema: r.URL.Query().Get("schema"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
+	s.countIngest(res, err)
 	if err != nil {
 		return ingestError(err)
 	}
 	writeData(w, http.StatusAccepted, res)
 	return nil
+}
+
+// countIngest feeds lookout_ingest_records_total from a request's outcome.
+func (s *Server) countIngest(res *ingest.Result, err error) {
+	var none *ingest.NoneAccepted
+	switch {
+	case err == nil:
+		s.metrics.ingested(res.Accepted, res.Rejected)
+	case errors.As(err, &none):
+		s.metrics.ingested(0, none.Result.Rejected)
+	}
 }
 
 // ingestError maps the ingest service's errors onto the envelope.
@@ -223,6 +235,7 @@ func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call)
 			Data   json.RawMessage `json:"data"`
 		}{m.Schema, m.Data})
 		res, err := s.ingest.Ingest(ctx, caller(id), ingest.Request{ContentType: "application/json", Body: bytes.NewReader(body)})
+		s.countIngest(res, err)
 		var none *ingest.NoneAccepted
 		switch {
 		case err == nil:

@@ -399,6 +399,16 @@ func TestIngestBodies(t *testing.T) {
 	if n == 0 || committed != n {
 		t.Fatalf("stored %d, hook saw %d", n, committed)
 	}
+	// The metrics count what was accepted and rejected.
+	resp, err := http.Get(rw.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metricsText), `lookout_ingest_records_total{result="accepted"}`) || !strings.Contains(string(metricsText), `lookout_ingest_records_total{result="rejected"}`) {
+		t.Error("ingest record counters missing from /metrics")
+	}
 	// Archived models take nothing more.
 	rw.do("DELETE", "/management/v1/models/"+m.ID, rw.all, nil)
 	if r := rw.runtime(ingestReq{body: oneRecord, header: key}); r.status != 409 {

@@ -13,6 +13,7 @@ type metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	records  *prometheus.CounterVec
 }
 
 func newMetrics(storeSize func() float64) *metrics {
@@ -26,7 +27,11 @@ func newMetrics(storeSize func() float64) *metrics {
 		Help:    "Time to answer HTTP requests, by listener, route pattern, method and status.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 	}, []string{"listener", "route", "method", "status"})
-	m.reg.MustRegister(m.requests, m.latency,
+	m.records = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lookout_ingest_records_total",
+		Help: "Records received by ingest (HTTP and WebSocket), by result: accepted (durably stored) or rejected.",
+	}, []string{"result"})
+	m.reg.MustRegister(m.requests, m.latency, m.records,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -41,4 +46,9 @@ func (m *metrics) observe(listener, route, method string, status int, seconds fl
 	st := strconv.Itoa(status)
 	m.requests.WithLabelValues(listener, route, method, st).Inc()
 	m.latency.WithLabelValues(listener, route, method, st).Observe(seconds)
+}
+
+func (m *metrics) ingested(accepted, rejected int) {
+	m.records.WithLabelValues("accepted").Add(float64(accepted))
+	m.records.WithLabelValues("rejected").Add(float64(rejected))
 }

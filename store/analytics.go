@@ -112,14 +112,7 @@ func (s *Store) CreateAnalyticsAPI(projectID string, in AnalyticsAPIInput) (Anal
 // UpdateAnalyticsAPI replaces an API's writable fields; the key is stable.
 // Returns validation_failed, not_found, conflict (archived, key change), precondition_failed.
 func (s *Store) UpdateAnalyticsAPI(projectID, id string, in AnalyticsAPIInput, ifMatch int) (AnalyticsAPI, error) {
-	var a AnalyticsAPI
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if a, err = getInProject[AnalyticsAPI](tx, KindAPI, projectID, id); err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, a.Version); err != nil {
-			return err
-		}
+	return updateRes(s, KindAPI, projectID, id, ifMatch, func(tx *bolt.Tx, a *AnalyticsAPI) error {
 		if a.Status == StatusArchived {
 			return Errorf(CodeConflict, "the Analytics API is archived; archived APIs cannot change")
 		}
@@ -127,12 +120,8 @@ func (s *Store) UpdateAnalyticsAPI(projectID, id string, in AnalyticsAPIInput, i
 			return conflictField("key", "the key of an Analytics API is stable and cannot change")
 		}
 		a.apply(in)
-		if err := a.validate(tx); err != nil {
-			return err
-		}
-		return touchRes(tx, KindAPI, &a, s.now())
+		return a.validate(tx)
 	})
-	return a, err
 }
 
 // ArchiveAnalyticsAPI archives an API and retires its bindings. Returns not_found.

@@ -238,19 +238,9 @@ func (s *Store) CreateClient(kind, projectID string, in ClientInput) (Client, er
 // UpdateClient replaces a client's writable fields. Returns validation_failed, not_found,
 // precondition_failed.
 func (s *Store) UpdateClient(kind, projectID, id string, in ClientInput, ifMatch int) (Client, error) {
-	var c clientRecord
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if c, err = getInProject[clientRecord](tx, clientKind(kind), projectID, id); err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, c.Version); err != nil {
-			return err
-		}
+	c, err := updateRes(s, clientKind(kind), projectID, id, ifMatch, func(tx *bolt.Tx, c *clientRecord) error {
 		c.apply(in)
-		if err := c.validate(tx, in); err != nil {
-			return err
-		}
-		return touchRes(tx, clientKind(kind), &c, s.now())
+		return c.validate(tx, in)
 	})
 	return c.Client, err
 }
@@ -259,20 +249,13 @@ func (s *Store) UpdateClient(kind, projectID, id string, in ClientInput, ifMatch
 // sealed with the client id as additional data; left out, the stored one is kept.
 // Returns validation_failed, not_found, precondition_failed.
 func (s *Store) SetClientAuthentication(kind, projectID, id string, in AuthenticationInput, ifMatch int) (Client, error) {
-	var c clientRecord
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if c, err = getInProject[clientRecord](tx, clientKind(kind), projectID, id); err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, c.Version); err != nil {
-			return err
-		}
-		a, sealed, err := s.buildAuthentication(tx, &c, in)
+	c, err := updateRes(s, clientKind(kind), projectID, id, ifMatch, func(tx *bolt.Tx, c *clientRecord) error {
+		a, sealed, err := s.buildAuthentication(tx, c, in)
 		if err != nil {
 			return err
 		}
 		c.Authentication, c.SealedHS256 = a, sealed
-		return touchRes(tx, clientKind(kind), &c, s.now())
+		return nil
 	})
 	return c.Client, err
 }

@@ -128,24 +128,15 @@ func (s *Store) setSecret(c *credentialRecord, secret string) error {
 // it (rotated_at moves), no secret keeps the stored one.
 // Returns validation_failed, not_found, precondition_failed.
 func (s *Store) UpdateCredential(projectID, id string, in CredentialInput, ifMatch int) (WarehouseCredential, error) {
-	var c credentialRecord
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if c, err = getInProject[credentialRecord](tx, KindCredential, projectID, id); err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, c.Version); err != nil {
-			return err
-		}
+	c, err := updateRes(s, KindCredential, projectID, id, ifMatch, func(_ *bolt.Tx, c *credentialRecord) error {
 		c.apply(in)
 		if err := c.validate(in.Secret); err != nil {
 			return err
 		}
 		if in.Secret != nil {
-			if err := s.setSecret(&c, *in.Secret); err != nil {
-				return err
-			}
+			return s.setSecret(c, *in.Secret)
 		}
-		return touchRes(tx, KindCredential, &c, s.now())
+		return nil
 	})
 	return c.WarehouseCredential, err
 }

@@ -184,3 +184,26 @@ func readOne[R any, PR interface {
 	})
 	return r, err
 }
+
+// updateRes is the shape of every resource write: read the resource of the project, check
+// If-Match (0: unconditional), let change mutate it (its error aborts), then bump version
+// and updated_at and store it. It returns the stored value.
+func updateRes[R any, PR interface {
+	*R
+	resource
+}](s *Store, k Kind, projectID, id string, ifMatch int, change func(tx *bolt.Tx, r PR) error) (R, error) {
+	var r R
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if r, err = getInProject[R, PR](tx, k, projectID, id); err != nil {
+			return err
+		}
+		if err := checkIfMatch(ifMatch, PR(&r).meta().Version); err != nil {
+			return err
+		}
+		if err := change(tx, PR(&r)); err != nil {
+			return err
+		}
+		return touchRes(tx, k, PR(&r), s.now())
+	})
+	return r, err
+}

@@ -137,14 +137,7 @@ func (s *Store) CreateRuntimeKey(projectID string, in RuntimeKeyInput, keyHash [
 // UpdateRuntimeKey changes a key's name, models or expiry. kind and client_id cannot
 // change. Returns validation_failed, not_found, conflict (revoked), precondition_failed.
 func (s *Store) UpdateRuntimeKey(projectID, id string, in RuntimeKeyInput, ifMatch int) (RuntimeKey, error) {
-	var k runtimeKeyRecord
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if k, err = getInProject[runtimeKeyRecord](tx, KindRuntimeKey, projectID, id); err != nil {
-			return err
-		}
-		if err := checkIfMatch(ifMatch, k.Version); err != nil {
-			return err
-		}
+	k, err := updateRes(s, KindRuntimeKey, projectID, id, ifMatch, func(tx *bolt.Tx, k *runtimeKeyRecord) error {
 		if k.RevokedAt != nil {
 			return Errorf(CodeConflict, "the runtime API key is revoked; revoked keys cannot change")
 		}
@@ -159,10 +152,7 @@ func (s *Store) UpdateRuntimeKey(projectID, id string, in RuntimeKeyInput, ifMat
 			return err
 		}
 		k.apply(in)
-		if err := k.validate(tx, s.now(), in.ExpiresAt != nil); err != nil {
-			return err
-		}
-		return touchRes(tx, KindRuntimeKey, &k, s.now())
+		return k.validate(tx, s.now(), in.ExpiresAt != nil)
 	})
 	return k.RuntimeKey, err
 }

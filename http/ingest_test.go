@@ -552,3 +552,18 @@ func TestIdempotencyKeysArePruned(t *testing.T) {
 		t.Fatal("a pruned key replayed")
 	}
 }
+
+func TestIdempotentRequestsAreBounded(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	line := `{"id":"` + strings.Repeat("x", 1<<20) + `"}` + "\n"
+	body := strings.Repeat(line, 65) // over 64 MiB of records
+	r := rw.runtime(ingestReq{body: body, header: map[string]string{"Authorization": "ApiKey " + rw.keys["keys"], "Idempotency-Key": "big"}})
+	if r.status != 413 || !strings.Contains(r.env.Message, "Idempotency-Key") {
+		t.Fatalf("%d %.300s", r.status, r.body)
+	}
+	m, _ := rw.st.ModelByKey(rw.project, "orders")
+	log, _ := rw.records.Log(m.WarehouseID)
+	if n, _ := log.Count(m.ID); n != 0 {
+		t.Fatalf("a refused idempotent request stored %d records", n)
+	}
+}

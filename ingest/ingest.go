@@ -181,6 +181,10 @@ func newSource(req Request) (source, io.Closer, error) {
 	return nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json, application/x-ndjson or application/ndjson")
 }
 
+// MaxIdempotentBytes bounds the stored records of one Idempotency-Key request: such a
+// request commits all its records with its response in one batch, so it is held in memory.
+const MaxIdempotentBytes = 64 << 20
+
 // chunkRecords and chunkBytes bound one chunk: a request's records are committed in chunks
 // so a 1 GB body never sits in memory, and concurrent requests' chunks share commits.
 const (
@@ -383,6 +387,9 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		}
 		r.recs = append(r.recs, r.arena[start:len(r.arena):len(r.arena)])
 		r.res.Accepted++
+		if r.idemKey != nil && len(r.arena) > MaxIdempotentBytes {
+			return nil, errf(store.CodeTooLarge, "a request with an Idempotency-Key is committed at once and may hold at most %d bytes of records; split it into several requests", MaxIdempotentBytes)
+		}
 		if r.idemKey == nil && (len(r.recs) >= chunkRecords || len(r.arena) >= chunkBytes) {
 			if err := r.flush(received); err != nil {
 				return nil, r.partial(err)

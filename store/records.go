@@ -48,11 +48,13 @@ type RecordStore struct {
 	logs map[string]*RecordLog
 }
 
-// OpenRecordStore returns the record store under dataDir/warehouses.
+// OpenRecordStore returns the record store under dataDir/warehouses. The directory is
+// made when the first warehouse file is, so read-only commands (check, backup) leave a data
+// dir as they found it.
 func OpenRecordStore(dataDir string) (*RecordStore, error) {
 	dir := filepath.Join(dataDir, "warehouses")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	return &RecordStore{dir: dir, logs: map[string]*RecordLog{}}, nil
 }
@@ -66,6 +68,9 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 	}
 	if !validFileID(warehouseID) {
 		return nil, fmt.Errorf("bad warehouse id %q", warehouseID)
+	}
+	if err := os.MkdirAll(rs.dir, 0o700); err != nil {
+		return nil, err
 	}
 	db, err := bolt.Open(filepath.Join(rs.dir, warehouseID+".db"), 0o600, &bolt.Options{
 		Timeout: time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: true,
@@ -114,6 +119,9 @@ func (rs *RecordStore) Close() error {
 // Files lists the ids of the warehouse files on disk.
 func (rs *RecordStore) Files() ([]string, error) {
 	entries, err := os.ReadDir(rs.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

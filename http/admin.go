@@ -1,7 +1,9 @@
 package http
 
 import (
+	"io"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"lookout/auth"
@@ -66,21 +68,23 @@ func (s *Server) handleAdminCreateToken(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
-// handleAdminBackup streams a consistent copy of the data file from one read transaction,
-// with its exact length up front so that a cut-off copy is detectable.
-func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *call) error {
+// streamCopy streams a consistent copy of one bbolt file, made by backup from one read
+// transaction, with its exact length up front so that a cut-off copy is detectable.
+func (s *Server) streamCopy(w http.ResponseWriter, what string, backup func(io.Writer, func(int64)) (int64, error)) error {
 	w.Header().Set("Content-Type", "application/octet-stream")
-	n, err := s.store.Backup(w, func(size int64) {
-		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	})
+	n, err := backup(w, func(size int64) { w.Header().Set("Content-Length", strconv.FormatInt(size, 10)) })
 	if err != nil && n == 0 {
 		return err
 	}
 	if err != nil {
 		// The status is sent; the short body tells the client the copy failed.
-		s.log.Error("backup stream failed", "err", err, "written", n)
+		s.log.Error("backup stream failed", "file", what, "err", err, "written", n)
 	}
 	return nil
+}
+
+func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.streamCopy(w, "lookout.db", s.store.Backup)
 }
 
 func (s *Server) handleAdminWarehouses(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -95,21 +99,21 @@ func (s *Server) handleAdminWarehouses(w http.ResponseWriter, r *http.Request, c
 	return nil
 }
 
-// handleAdminBackupWarehouse streams a consistent copy of one embedded warehouse file.
+// handleAdminBackupWarehouse streams a copy of one existing embedded warehouse file.
 func (s *Server) handleAdminBackupWarehouse(w http.ResponseWriter, r *http.Request, c *call) error {
-	log, err := s.records.Log(c.params.ByName("id"))
+	id := c.params.ByName("id")
+	ids, err := s.records.Files()
 	if err != nil {
-		return store.NotFound("warehouse file")
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	n, err := log.Backup(w, func(size int64) { w.Header().Set("Content-Length", strconv.FormatInt(size, 10)) })
-	if err != nil && n == 0 {
 		return err
 	}
-	if err != nil {
-		s.log.Error("warehouse backup stream failed", "err", err, "written", n)
+	if !slices.Contains(ids, id) {
+		return store.NotFound("warehouse file") // Log would create it
 	}
-	return nil
+	log, err := s.records.Log(id)
+	if err != nil {
+		return err
+	}
+	return s.streamCopy(w, id+".db", log.Backup)
 }
 
 func (s *Server) handleAdminCheck(w http.ResponseWriter, r *http.Request, c *call) error {

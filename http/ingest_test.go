@@ -16,7 +16,9 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -565,5 +567,34 @@ func TestIdempotentRequestsAreBounded(t *testing.T) {
 	log, _ := rw.records.Log(m.WarehouseID)
 	if n, _ := log.Count(m.ID); n != 0 {
 		t.Fatalf("a refused idempotent request stored %d records", n)
+	}
+}
+
+func TestAdminBackupOfUnknownWarehouseCreatesNothing(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	ts := httptest.NewServer(rw.srv.AdminHandler())
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/v1/backup/warehouses/wh_nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if ids, _ := rw.records.Files(); slices.Contains(ids, "wh_nope") {
+		t.Fatal("asking for a backup created the warehouse file")
+	}
+	// A real one streams with its exact length.
+	rw.runtime(ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + rw.keys["keys"]}})
+	ids, _ := rw.records.Files()
+	resp, err = http.Get(ts.URL + "/v1/backup/warehouses/" + ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || int64(len(b)) != resp.ContentLength || len(b) == 0 {
+		t.Fatalf("copy: %d, %d bytes of %d", resp.StatusCode, len(b), resp.ContentLength)
 	}
 }

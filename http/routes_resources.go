@@ -1,7 +1,6 @@
 package http
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -157,11 +156,7 @@ func updateH[In any, T versioned](fn func(projectID, id string, in In, ifMatch i
 		if err := decodeJSON(c.body, &in); err != nil {
 			return err
 		}
-		var probe struct {
-			ProjectID *string `json:"project_id"`
-		}
-		_ = json.Unmarshal(c.body, &probe)
-		if probe.ProjectID != nil && *probe.ProjectID != c.project.ID {
+		if pid, present, _ := bodyField(c.body, "project_id"); present && pid != c.project.ID {
 			return store.Invalid(store.FieldError{Field: "project_id", Message: "cannot change: a resource stays in its project"})
 		}
 		v, err := ifMatch(r)

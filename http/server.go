@@ -272,11 +272,10 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 	write := auth.IsWrite(r.Method)
 	switch rt.target {
 	case targetWorkspaceQuery:
-		ws := r.URL.Query().Get("workspace_id")
-		if ws == "" {
-			return store.Invalid(store.FieldError{Field: "workspace_id", Message: "is required"})
+		var ws string
+		if ws, err = queryString(r, "workspace_id"); err == nil {
+			c.role, err = s.auth.Workspace(c.p, ws, write)
 		}
-		c.role, err = s.auth.Workspace(c.p, ws, write)
 	case targetNewProjectBody:
 		// A project-restricted token is refused whatever its body says.
 		if err = s.auth.CreateProjectAllowed(c.p); err != nil {
@@ -289,26 +288,26 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 	case targetProjectParam:
 		c.project, err = s.auth.Project(c.p, c.params.ByName("id"), write)
 	case targetProjectQuery:
-		pid := r.URL.Query().Get("project_id")
-		if pid == "" {
-			return store.Invalid(store.FieldError{Field: "project_id", Message: "is required"})
+		var pid string
+		if pid, err = queryString(r, "project_id"); err == nil {
+			c.project, err = s.auth.Project(c.p, pid, write)
 		}
-		c.project, err = s.auth.Project(c.p, pid, write)
 	case targetProjectBody:
 		// The body names the project; ?project_id= is accepted when the body does not, and
 		// must agree when both do.
-		var pid string
+		pid, present, ferr := bodyField(c.body, "project_id")
 		qpid := r.URL.Query().Get("project_id")
-		pid, err = bodyString(c.body, "project_id")
 		switch {
-		case err != nil && qpid != "" && store.IsCode(err, store.CodeValidation) && !bodyHas(c.body, "project_id"):
-			pid, err = qpid, nil
-		case err == nil && qpid != "" && qpid != pid:
-			err = store.Invalid(store.FieldError{Field: "project_id", Message: "differs between the query and the body"})
+		case ferr != nil:
+			return ferr
+		case !present && qpid == "":
+			return store.Invalid(store.FieldError{Field: "project_id", Message: "is required"})
+		case !present:
+			pid = qpid
+		case qpid != "" && qpid != pid:
+			return store.Invalid(store.FieldError{Field: "project_id", Message: "differs between the query and the body"})
 		}
-		if err == nil {
-			c.project, err = s.auth.Project(c.p, pid, write)
-		}
+		c.project, err = s.auth.Project(c.p, pid, write)
 	case targetResourceParam:
 		var pid string
 		if pid, err = s.store.ResourceProject(rt.kind, c.params.ByName("id")); err == nil {
@@ -318,35 +317,45 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 	return err
 }
 
-// bodyString reads one required string field of a JSON object body, for access checks that
-// must run before the handler decodes the whole body.
-func bodyString(body []byte, field string) (string, error) {
+// bodyField reads one string field of a JSON object body, for access checks that must run
+// before the handler decodes the whole body. present is false when the body lacks the
+// field; a field that is present must be a non-empty string.
+func bodyField(body []byte, field string) (v string, present bool, err error) {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
 		if len(body) > 0 && body[0] != '{' {
-			return "", errf(store.CodeInvalidJSON, "request body must be a JSON object")
+			return "", false, errf(store.CodeInvalidJSON, "request body must be a JSON object")
 		}
-		return "", jsonError(err)
+		return "", false, jsonError(err)
 	}
 	raw, ok := probe[field]
-	var v string
-	if !ok || string(raw) == "null" {
-		return "", store.Invalid(store.FieldError{Field: field, Message: "is required"})
+	switch {
+	case !ok:
+		return "", false, nil
+	case string(raw) == "null":
+		return "", true, store.Invalid(store.FieldError{Field: field, Message: "is required"})
+	case json.Unmarshal(raw, &v) != nil || v == "":
+		return "", true, store.Invalid(store.FieldError{Field: field, Message: "must be a non-empty string"})
 	}
-	if err := json.Unmarshal(raw, &v); err != nil || v == "" {
-		return "", store.Invalid(store.FieldError{Field: field, Message: "must be a non-empty string"})
-	}
-	return v, nil
+	return v, true, nil
 }
 
-// bodyHas reports whether a JSON object body has a field at all (null included).
-func bodyHas(body []byte, field string) bool {
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(body, &probe) != nil {
-		return false
+// bodyString is bodyField for a required field.
+func bodyString(body []byte, field string) (string, error) {
+	v, present, err := bodyField(body, field)
+	if err == nil && !present {
+		err = store.Invalid(store.FieldError{Field: field, Message: "is required"})
 	}
-	_, ok := probe[field]
-	return ok
+	return v, err
+}
+
+// queryString reads a required query parameter.
+func queryString(r *http.Request, name string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", store.Invalid(store.FieldError{Field: name, Message: "is required"})
+	}
+	return v, nil
 }
 
 // clientIP is the peer address of a request (Lookout trusts no forwarding headers).

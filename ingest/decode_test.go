@@ -63,7 +63,7 @@ func TestJSONBody(t *testing.T) {
 		{`{"schema":1,"data":[]}`, 0, "", "schema"},
 		{`{"schema":"m","data":[],"x":1}`, 0, "", "unknown field"},
 		{`{"schema":"m","data":[{"a":1}]} trailing`, 1, "m", "after"},
-		{`{"schema":"m","data":[{"a":`, 0, "", ""},
+		{`{"schema":"m","data":[{"a":`, 0, "", "JSON object"},
 		{`[]`, 0, "", "JSON object"},
 	} {
 		items, err := drain(t, newJSONBody(strings.NewReader(tc.in)))

@@ -100,7 +100,8 @@ type Service struct {
 	quotas  *limits.Quotas
 
 	// OnCommit, when set, receives every committed batch after its commit, outside any
-	// transaction (the alert evaluator plugs in here).
+	// transaction (the alert evaluator plugs in here). It is called from many goroutines
+	// at once; Records are never reused, so it may keep them.
 	OnCommit func(Committed)
 
 	mu       sync.Mutex

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strconv"
 	"time"
@@ -511,7 +512,7 @@ func isNegZero(raw []byte) bool {
 // unquoteKey decodes a JSON string literal (with its quotes).
 func unquoteKey(lit []byte) string {
 	var out string
-	if err := jsonUnmarshalString(lit, &out); err != nil {
+	if err := json.Unmarshal(lit, &out); err != nil {
 		return string(lit)
 	}
 	return out

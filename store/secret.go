@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -47,7 +48,19 @@ func LoadMasterKey(path, env string) ([]byte, error) {
 			f.Close()
 			return nil, fmt.Errorf("sync master key: %w", err)
 		}
-		return key, f.Close()
+		if err := f.Close(); err != nil {
+			return nil, err
+		}
+		// Sync the directory too: secrets sealed with this key must never outlive the
+		// file's directory entry after a crash.
+		if dir, err := os.Open(filepath.Dir(path)); err == nil {
+			err = dir.Sync()
+			dir.Close()
+			if err != nil {
+				return nil, fmt.Errorf("sync master key directory: %w", err)
+			}
+		}
+		return key, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read master key: %w", err)

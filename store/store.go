@@ -93,9 +93,6 @@ func (s *Store) IdentityGeneration() uint64 { return s.identityGen.Load() }
 // Close closes the data file; pending write transactions have finished when it returns.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Path is the data file's path.
-func (s *Store) Path() string { return s.db.Path() }
-
 // now returns the clock's time in UTC at whole seconds, the precision every stored timestamp
 // has: a value reads back exactly as it was written, and every timestamp in the API has the
 // same fixed-width form ("2026-11-21T13:18:02Z"), so comparing them as strings is safe.
@@ -215,5 +212,3 @@ func hasPrefix(k, prefix []byte) bool {
 func getJSONBytes(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
-
-func jsonUnmarshalString(lit []byte, out *string) error { return json.Unmarshal(lit, out) }

@@ -19,6 +19,7 @@ var statusOf = map[string]int{
 	store.CodeNotFound:             http.StatusNotFound,
 	store.CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	store.CodeConflict:             http.StatusConflict,
+	store.CodeUnprocessable:        http.StatusUnprocessableEntity,
 	store.CodePreconditionFailed:   http.StatusPreconditionFailed,
 	store.CodeTooLarge:             http.StatusRequestEntityTooLarge,
 	store.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
@@ -47,9 +48,6 @@ func (e retryAfter) Unwrap() error { return e.err }
 // writeError writes the envelope for any error. Application errors show their own message;
 // anything else is logged with its detail and shown as "internal error".
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if writeSpecial(w, err) {
-		return
-	}
 	var e *store.Error
 	body := errorBody{Error: true, Code: store.CodeInternal, Message: "internal error"}
 	if errors.As(err, &e) {
@@ -72,7 +70,34 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lookout"`)
 	}
+	var wf withFields
+	if errors.As(err, &wf) {
+		writeJSON(w, status, wf.merge(body))
+		return
+	}
 	writeJSON(w, status, body)
+}
+
+// withFields is an error whose envelope carries fields beside error, message and code
+// (an ingest request that stored part of its records says how many, and where to resume).
+type withFields struct {
+	err    error
+	fields map[string]any
+}
+
+func (e withFields) Error() string { return e.err.Error() }
+func (e withFields) Unwrap() error { return e.err }
+
+func (e withFields) merge(body errorBody) map[string]any {
+	out := make(map[string]any, len(e.fields)+4)
+	for k, v := range e.fields {
+		out[k] = v
+	}
+	out["error"], out["message"], out["code"] = true, body.Message, body.Code
+	if len(body.Fields) > 0 {
+		out["fields"] = body.Fields
+	}
+	return out
 }
 
 func errMethodNotAllowed(method string) error {

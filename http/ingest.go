@@ -72,6 +72,13 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 		Body: r.Body, Schema: r.URL.Query().Get("schema"), IdempotencyKey: r.Header.Get("Idempotency-Key"),
 	})
 	s.countIngest(res, err)
+	var replay *ingest.Replay
+	if errors.As(err, &replay) {
+		// A repeated Idempotency-Key is a success: the first response, marked as a replay.
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusAccepted, dataBody{Data: replay.Body})
+		return nil
+	}
 	if err != nil {
 		return ingestError(err)
 	}
@@ -82,61 +89,50 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request, c *call) e
 // countIngest feeds lookout_ingest_records_total from a request's outcome.
 func (s *Server) countIngest(res *ingest.Result, err error) {
 	var none *ingest.NoneAccepted
+	var part *ingest.Partial
 	switch {
 	case err == nil:
 		s.metrics.ingested(res.Accepted, res.Rejected)
 	case errors.As(err, &none):
 		s.metrics.ingested(0, none.Result.Rejected)
+	case errors.As(err, &part):
+		s.metrics.ingested(part.Accepted, 0)
 	}
 }
 
 // ingestError maps the ingest service's errors onto the envelope.
 func ingestError(err error) error {
+	var part *ingest.Partial
+	if errors.As(err, &part) {
+		fields := map[string]any{"ingest_id": part.IngestID, "accepted": part.Accepted}
+		if part.ResumeLine != nil {
+			fields["resume_line"] = *part.ResumeLine
+		}
+		if part.ResumeIndex != nil {
+			fields["resume_index"] = *part.ResumeIndex
+		}
+		return withFields{err: ingestError(part.Err), fields: fields}
+	}
 	var none *ingest.NoneAccepted
 	var quota *ingest.QuotaExceeded
-	var replay *ingest.Replay
 	switch {
-	case errors.As(err, &replay):
-		return replayed{body: replay.Body}
 	case errors.As(err, &none):
-		return noneAccepted{res: none.Result}
+		return withFields{err: errf(store.CodeValidation, "no valid records: nothing was stored"), fields: resultFields(none.Result)}
 	case errors.As(err, &quota):
 		return retryAfter{err: errf(store.CodeRateLimited, "%s", quota.Error()), after: quota.Wait}
 	case errors.Is(err, ingest.ErrBusy):
 		return retryAfter{err: errf(store.CodeUnavailable, "the warehouse is busy; retry shortly"), after: time.Second}
+	case errors.Is(err, ingest.ErrMemory):
+		return retryAfter{err: errf(store.CodeUnavailable, "the server is holding as many Idempotency-Key requests in memory as it may; retry shortly"), after: time.Second}
 	case errors.Is(err, context.Canceled):
 		return errf(store.CodeInvalidJSON, "the request was cancelled before it was read")
 	}
 	return err
 }
 
-// replayed answers a repeated Idempotency-Key with the first response.
-type replayed struct{ body json.RawMessage }
-
-func (replayed) Error() string { return "replay" }
-
-// noneAccepted is a 400 that carries the ingest result beside the envelope's fields.
-type noneAccepted struct{ res ingest.Result }
-
-func (noneAccepted) Error() string { return "no valid records" }
-
-// writeSpecial writes the responses that are errors to the handler but not plain envelopes.
-func writeSpecial(w http.ResponseWriter, err error) bool {
-	var rp replayed
-	var na noneAccepted
-	switch {
-	case errors.As(err, &rp):
-		w.Header().Set("Idempotent-Replayed", "true")
-		writeJSON(w, http.StatusAccepted, dataBody{Data: rp.body})
-		return true
-	case errors.As(err, &na):
-		writeJSON(w, http.StatusBadRequest, struct {
-			errorBody
-			ingest.Result
-		}{errorBody{Error: true, Code: store.CodeValidation, Message: "no valid records: nothing was stored"}, na.res})
-		return true
-	}
-	return false
+// resultFields are an ingest result's fields, for an error envelope that carries them.
+func resultFields(res ingest.Result) map[string]any {
+	return map[string]any{"ingest_id": res.IngestID, "status": res.Status, "accepted": res.Accepted, "rejected": res.Rejected, "errors": res.Errors}
 }
 
 // wsMessage is one WebSocket ingest message: an ingest envelope with an optional id.

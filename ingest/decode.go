@@ -122,113 +122,351 @@ func unwrap(line []byte) ([]byte, string, bool) {
 	return data, schema, true
 }
 
-// jsonBody reads {"schema": "…", "data": [ … ]}. Records stream when schema comes first or
-// is given in the query; otherwise they are held until schema is seen.
-type jsonBody struct {
-	dec     *json.Decoder
-	schema  string
-	index   int
-	inData  bool
-	held    []item
-	done    bool
-	started bool
+// decodeError is a body that is not the JSON envelope it should be.
+type decodeError struct{ msg string }
+
+func (e *decodeError) Error() string { return e.msg }
+
+func decodeErrorf(format string, args ...any) error {
+	return &decodeError{fmt.Sprintf(format, args...)}
 }
 
+// jsonBody reads {"schema": "…", "data": [ … ]} in one pass over the bytes: whitespace is
+// skipped once, each record's bytes are cut out by matching brackets (the record
+// validator checks what is inside), and every byte counts against MaxJSONBody, so the
+// cost is linear in the body whatever it holds. Records stream when schema comes first or
+// is given in the query; otherwise they are held until schema is seen.
+type jsonBody struct {
+	r      *bufio.Reader
+	off    int64 // bytes consumed
+	schema string
+	index  int
+	state  int
+	held   []item
+	rec    []byte
+	seen   [2]bool // schema, data: each may appear once
+}
+
+const (
+	jsStart = iota
+	jsKey   // expecting a key or the closing brace
+	jsNextKey
+	jsData     // inside data, expecting a record or ]
+	jsNextData // inside data, after a record
+	jsDone
+)
+
 func newJSONBody(r io.Reader) *jsonBody {
-	dec := json.NewDecoder(io.LimitReader(r, MaxJSONBody+1))
-	return &jsonBody{dec: dec}
+	return &jsonBody{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 func (j *jsonBody) byLine() bool { return false }
 
-var errBadEnvelope = errors.New(`the body must be a JSON object {"schema": "<model key>", "data": [<records>]}`)
+var errBadEnvelope = decodeErrorf(`the body must be a JSON object {"schema": "<model key>", "data": [<records>]}`)
+
+// readByte returns the next byte, counting it against MaxJSONBody.
+func (j *jsonBody) readByte() (byte, error) {
+	c, err := j.r.ReadByte()
+	if err != nil {
+		if err == io.EOF {
+			return 0, errBadEnvelope
+		}
+		return 0, err
+	}
+	j.off++
+	if j.off > MaxJSONBody {
+		return 0, errTooBig
+	}
+	return c, nil
+}
+
+// skipSpace returns the next byte that is not JSON whitespace.
+func (j *jsonBody) skipSpace() (byte, error) {
+	for {
+		c, err := j.readByte()
+		if err != nil {
+			return 0, err
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c, nil
+	}
+}
+
+func (j *jsonBody) syntax(what string) error {
+	return decodeErrorf("invalid JSON at byte %d: %s", j.off, what)
+}
+
+// readString reads a JSON string whose opening quote was consumed and decodes it.
+func (j *jsonBody) readString(max int) (string, error) {
+	raw := []byte{'"'}
+	for {
+		c, err := j.readByte()
+		if err != nil {
+			return "", err
+		}
+		raw = append(raw, c)
+		if len(raw) > max {
+			return "", j.syntax("a key or schema name is too long")
+		}
+		switch c {
+		case '\\':
+			c, err := j.readByte()
+			if err != nil {
+				return "", err
+			}
+			raw = append(raw, c)
+		case '"':
+			var out string
+			if json.Unmarshal(raw, &out) != nil {
+				return "", j.syntax("invalid string")
+			}
+			return out, nil
+		}
+	}
+}
+
+// readValue cuts out one JSON value that starts with c, whose first byte was consumed:
+// objects and arrays by matching brackets outside strings, scalars up to the next
+// delimiter. It returns the byte after the value (whitespace skipped).
+func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
+	j.rec = append(j.rec[:0], c)
+	depth := 0
+	switch c {
+	case '{', '[':
+		depth = 1
+	case '"':
+		if err := j.cutString(); err != nil {
+			return nil, 0, err
+		}
+	case ',', ']', '}', ':':
+		return nil, 0, j.syntax(fmt.Sprintf("unexpected %q where a record should start", c))
+	default: // a number, true, false or null: up to the next delimiter
+		for {
+			c, err := j.readByte()
+			if err != nil {
+				return nil, 0, err
+			}
+			switch c {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+					c, err = j.skipSpace()
+				}
+				return j.rec, c, err
+			}
+			j.rec = append(j.rec, c)
+		}
+	}
+	for depth > 0 {
+		c, err := j.readByte()
+		if err != nil {
+			return nil, 0, err
+		}
+		j.rec = append(j.rec, c)
+		switch c {
+		case '{', '[':
+			depth++
+			if depth > 2*maxDepthJSON {
+				return nil, 0, j.syntax("records nest too deeply")
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			if err := j.cutString(); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	next, err := j.skipSpace()
+	return j.rec, next, err
+}
+
+// maxDepthJSON mirrors the record validator's nesting limit.
+const maxDepthJSON = 64
+
+// cutString copies the rest of a string, whose opening quote is in j.rec, into j.rec.
+func (j *jsonBody) cutString() error {
+	for {
+		c, err := j.readByte()
+		if err != nil {
+			return err
+		}
+		j.rec = append(j.rec, c)
+		switch c {
+		case '\\':
+			c, err := j.readByte()
+			if err != nil {
+				return err
+			}
+			j.rec = append(j.rec, c)
+		case '"':
+			return nil
+		}
+	}
+}
 
 func (j *jsonBody) next() (item, error) {
 	for {
-		if len(j.held) > 0 && (j.schema != "" || j.done) {
+		if len(j.held) > 0 && (j.schema != "" || j.state == jsDone) {
 			it := j.held[0]
 			j.held = j.held[1:]
 			it.schema = j.schema
 			return it, nil
 		}
-		if j.done {
+		switch j.state {
+		case jsDone:
 			return item{}, io.EOF
-		}
-		if !j.started {
-			j.started = true
-			if t, err := j.dec.Token(); err != nil || t != json.Delim('{') {
-				return item{}, j.fail(err)
+		case jsStart:
+			c, err := j.skipSpace()
+			if err != nil {
+				return item{}, err
 			}
-		}
-		if j.inData {
-			if j.dec.More() {
-				var raw json.RawMessage
-				if err := j.dec.Decode(&raw); err != nil {
-					return item{}, j.fail(err)
-				}
-				it := item{raw: raw, pos: j.index}
-				j.index++
-				if j.schema == "" {
-					if len(j.held) >= maxHeld {
-						return item{}, fmt.Errorf("put \"schema\" before \"data\" (or use ?schema=) to send more than %d records", maxHeld)
+			if c != '{' {
+				return item{}, errBadEnvelope
+			}
+			j.state = jsKey
+		case jsKey, jsNextKey:
+			c, err := j.skipSpace()
+			if err != nil {
+				return item{}, err
+			}
+			if j.state == jsNextKey {
+				if c == '}' {
+					if err := j.end(); err != nil {
+						return item{}, err
 					}
-					j.held = append(j.held, it)
 					continue
 				}
-				it.schema = j.schema
-				return it, nil
+				if c != ',' {
+					return item{}, j.syntax(`expected "," or "}" after a value`)
+				}
+				if c, err = j.skipSpace(); err != nil {
+					return item{}, err
+				}
+			} else if c == '}' {
+				if err := j.end(); err != nil {
+					return item{}, err
+				}
+				continue
 			}
-			if _, err := j.dec.Token(); err != nil { // ]
-				return item{}, j.fail(err)
+			if c != '"' {
+				return item{}, j.syntax("expected a key")
 			}
-			j.inData = false
-			continue
+			key, err := j.readString(1024)
+			if err != nil {
+				return item{}, err
+			}
+			if c, err = j.skipSpace(); err != nil {
+				return item{}, err
+			}
+			if c != ':' {
+				return item{}, j.syntax(`expected ":" after a key`)
+			}
+			if c, err = j.skipSpace(); err != nil {
+				return item{}, err
+			}
+			switch key {
+			case "schema", "data":
+				i := 0
+				if key == "data" {
+					i = 1
+				}
+				if j.seen[i] {
+					return item{}, decodeErrorf("%q appears twice in the body", key)
+				}
+				j.seen[i] = true
+			}
+			switch key {
+			case "schema":
+				if c != '"' {
+					return item{}, decodeErrorf(`"schema" must be a non-empty string`)
+				}
+				if j.schema, err = j.readString(1024); err != nil {
+					return item{}, err
+				}
+				if j.schema == "" {
+					return item{}, decodeErrorf(`"schema" must be a non-empty string`)
+				}
+				j.state = jsNextKey
+			case "data":
+				if c != '[' {
+					return item{}, decodeErrorf(`"data" must be an array of records`)
+				}
+				j.state = jsData
+			default:
+				return item{}, decodeErrorf("unknown field %q in the body: only schema and data", key)
+			}
+		case jsData, jsNextData:
+			c, err := j.skipSpace()
+			if err != nil {
+				return item{}, err
+			}
+			if c == ']' {
+				j.state = jsNextKey
+				continue
+			}
+			if j.state == jsNextData {
+				if c != ',' {
+					return item{}, j.syntax(`expected "," or "]" after a record`)
+				}
+				if c, err = j.skipSpace(); err != nil {
+					return item{}, err
+				}
+			}
+			raw, next, err := j.readValue(c)
+			if err != nil {
+				return item{}, err
+			}
+			// next is the byte after the record, the last one read: put it back for
+			// the jsNextData step.
+			_ = next
+			if err := j.r.UnreadByte(); err != nil {
+				return item{}, err
+			}
+			j.off--
+			j.state = jsNextData
+			it := item{raw: raw, pos: j.index} // valid until the next call
+			j.index++
+			if j.schema == "" {
+				if len(j.held) >= maxHeld {
+					return item{}, decodeErrorf("put \"schema\" before \"data\" (or use ?schema=) to send more than %d records", maxHeld)
+				}
+				it.raw = append([]byte(nil), raw...)
+				j.held = append(j.held, it)
+				continue
+			}
+			it.schema = j.schema
+			return it, nil
 		}
-		if !j.dec.More() {
-			if _, err := j.dec.Token(); err != nil { // }
-				return item{}, j.fail(err)
-			}
-			if _, err := j.dec.Token(); err != io.EOF {
-				return item{}, errors.New("unexpected data after the JSON body")
-			}
-			j.done = true
-			continue
+	}
+}
+
+// end checks that nothing but whitespace follows the closing brace.
+func (j *jsonBody) end() error {
+	for {
+		c, err := j.r.ReadByte()
+		if err == io.EOF {
+			j.state = jsDone
+			return nil
 		}
-		t, err := j.dec.Token()
 		if err != nil {
-			return item{}, j.fail(err)
+			return err
 		}
-		switch t {
-		case "schema":
-			if err := j.dec.Decode(&j.schema); err != nil || j.schema == "" {
-				return item{}, errors.New(`"schema" must be a non-empty string`)
-			}
-		case "data":
-			if t, err := j.dec.Token(); err != nil || t != json.Delim('[') {
-				return item{}, errors.New(`"data" must be an array of records`)
-			}
-			j.inData = true
-		default:
-			return item{}, fmt.Errorf("unknown field %v in the body: only schema and data", t)
+		j.off++
+		if j.off > MaxJSONBody {
+			return errTooBig
 		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return decodeErrorf("unexpected data after the JSON body")
 	}
 }
 
 // maxHeld bounds records held while waiting for a schema that comes after the data.
 const maxHeld = 100_000
 
-func (j *jsonBody) fail(err error) error {
-	if err != nil && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) && j.dec.InputOffset() > MaxJSONBody {
-		return errTooBig
-	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
-		return fmt.Errorf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
-	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return err
-	}
-	return errBadEnvelope
-}
-
-var errTooBig = fmt.Errorf("a JSON body may be at most %d bytes; send NDJSON to stream more", MaxJSONBody)
+var errTooBig = fmt.Errorf("a JSON body may be at most %d bytes, whitespace included; send NDJSON to stream more", MaxJSONBody)

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -109,18 +110,83 @@ func FuzzNDJSON(f *testing.F) {
 	})
 }
 
+// FuzzJSONBody checks the one-pass envelope scanner against a naive reading with
+// encoding/json: every body the naive reader takes as an envelope yields the same records.
 func FuzzJSONBody(f *testing.F) {
 	f.Add([]byte(`{"schema":"m","data":[{"a":1},{"b":[1,2]}]}`))
 	f.Add([]byte(`{"data":[{"a":1}],"schema":"m"}`))
+	f.Add([]byte(` { "schema" : "m" , "data" : [ 1 , "x\"]" , [ {"]":"["} ] , null ] } `))
+	f.Add([]byte(`{"schema":"m","data":[{"a":"\\"},{"b":"}"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		items, err := drain(t, newJSONBody(bytes.NewReader(b)))
-		if err != nil {
-			return
-		}
 		for i, it := range items {
 			if it.pos != i {
 				t.Fatalf("index %d at position %d", it.pos, i)
 			}
 		}
+		var env map[string]json.RawMessage
+		var data []json.RawMessage
+		var schema string
+		if json.Unmarshal(b, &env) != nil || env == nil || json.Unmarshal(env["data"], &data) != nil || data == nil ||
+			(env["schema"] != nil && (json.Unmarshal(env["schema"], &schema) != nil || schema == "")) ||
+			len(env) > 2 || (len(env) == 2 && env["schema"] == nil) ||
+			bytes.Count(b, []byte(`"data"`)) > 1 || bytes.Count(b, []byte(`"schema"`)) > 1 {
+			return // not an envelope the naive reader takes (or ambiguous for it)
+		}
+		naive := struct{ Data []json.RawMessage }{data}
+		if err != nil {
+			t.Fatalf("scanner refused a valid envelope: %v", err)
+		}
+		if len(items) != len(naive.Data) {
+			t.Fatalf("scanner found %d records, naive %d", len(items), len(naive.Data))
+		}
+		for i, it := range items {
+			var got, want bytes.Buffer
+			if json.Compact(&got, it.raw) != nil || json.Compact(&want, naive.Data[i]) != nil || got.String() != want.String() {
+				t.Fatalf("record %d: scanner %q, naive %q", i, it.raw, naive.Data[i])
+			}
+		}
 	})
+}
+
+// TestJSONBodyIsLinear feeds a body of whitespace past the cap: it must end as too large,
+// having read no more than the cap, whatever the whitespace sits between.
+func TestJSONBodyIsLinear(t *testing.T) {
+	for _, tc := range []struct{ name, head, tail string }{
+		{"inside data", `{"schema":"m","data":[`, `]}`},
+		{"inside a record", `{"schema":"m","data":[{"a":`, `1}]}`},
+		{"before the body", ``, `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := &repeatReader{b: ' ', n: MaxJSONBody + 1<<20}
+			r := io.MultiReader(strings.NewReader(tc.head), ws, strings.NewReader(tc.tail))
+			_, err := drain(t, newJSONBody(r))
+			if err != errTooBig {
+				t.Fatalf("err = %v, want errTooBig", err)
+			}
+			if read := MaxJSONBody + 1<<20 - ws.n; read > MaxJSONBody+128<<10 {
+				t.Fatalf("read %d bytes of whitespace past a %d cap", read, MaxJSONBody)
+			}
+		})
+	}
+}
+
+// repeatReader yields n copies of b.
+type repeatReader struct {
+	b byte
+	n int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	if len(p) > r.n {
+		p = p[:r.n]
+	}
+	for i := range p {
+		p[i] = r.b
+	}
+	r.n -= len(p)
+	return len(p), nil
 }

@@ -1,14 +1,18 @@
 package ingest
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"mime"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +95,25 @@ type Committed struct {
 	Records   [][]byte
 }
 
+// ErrMemory is returned when the process-wide budget for Idempotency-Key requests (held
+// in memory until their single commit) is spent: answer 503 with Retry-After.
+var ErrMemory = errors.New("too many Idempotency-Key requests are being held in memory")
+
+// Limits are the ingest runtime's per-request and process-wide caps.
+type Limits struct {
+	// MaxBody caps the decompressed bytes of one request (--ingest-max-body).
+	MaxBody int64
+	// MaxRatio caps how many times larger than its compressed form a gzip body may inflate
+	// (--ingest-max-ratio), checked once it has inflated past ratioFloor.
+	MaxRatio int64
+	// IdempotentMemory is the budget shared by every Idempotency-Key request being held
+	// in memory (--ingest-idempotent-memory).
+	IdempotentMemory int64
+}
+
+// DefaultLimits are the limits of a server started without flags.
+var DefaultLimits = Limits{MaxBody: 1 << 30, MaxRatio: 100, IdempotentMemory: 256 << 20}
+
 // Service runs ingest. It is safe for concurrent use.
 type Service struct {
 	store   *store.Store
@@ -104,13 +127,16 @@ type Service struct {
 	// at once; Records are never reused, so it may keep them.
 	OnCommit func(Committed)
 
+	lim        Limits
+	idemMemory *limits.Budget
+
 	mu       sync.Mutex
 	writers  map[string]*writer
-	inflight map[string]chan struct{}
+	inflight map[string]struct{}
 	closed   bool
 }
 
-// New returns a Service writing into records.
+// New returns a Service writing into records, with DefaultLimits.
 func New(st *store.Store, records *store.RecordStore, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
@@ -118,11 +144,30 @@ func New(st *store.Store, records *store.RecordStore, now func() time.Time, log 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, records: records, now: now, log: log, quotas: limits.NewQuotas(now),
-		writers: map[string]*writer{}, inflight: map[string]chan struct{}{}}
+	s := &Service{store: st, records: records, now: now, log: log, quotas: limits.NewQuotas(now),
+		writers: map[string]*writer{}, inflight: map[string]struct{}{}}
+	s.SetLimits(DefaultLimits)
+	return s
 }
 
-// Close stops the writers after they commit what is queued.
+// SetLimits replaces the limits; call it before the service takes requests. A zero field
+// keeps its default.
+func (s *Service) SetLimits(l Limits) {
+	if l.MaxBody <= 0 {
+		l.MaxBody = DefaultLimits.MaxBody
+	}
+	if l.MaxRatio <= 0 {
+		l.MaxRatio = DefaultLimits.MaxRatio
+	}
+	if l.IdempotentMemory <= 0 {
+		l.IdempotentMemory = DefaultLimits.IdempotentMemory
+	}
+	s.lim = l
+	s.idemMemory = limits.NewBudget(l.IdempotentMemory)
+}
+
+// Close stops the writers after they commit what is queued; every request waiting on a
+// writer is answered (committed, or ErrBusy if it had not been queued yet).
 func (s *Service) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -132,6 +177,18 @@ func (s *Service) Close() {
 	for _, w := range ws {
 		w.close()
 	}
+}
+
+// Open starts the writer of every embedded warehouse named, opening (and upgrading) its
+// file now rather than on the first request, so a server that says it is ready ingests
+// at once.
+func (s *Service) Open(warehouseIDs []string) error {
+	for _, id := range warehouseIDs {
+		if _, err := s.writer(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Service) writer(warehouseID string) (*writer, error) {
@@ -154,32 +211,117 @@ func (s *Service) writer(warehouseID string) (*writer, error) {
 
 func errf(code, format string, args ...any) error { return store.Errorf(code, format, args...) }
 
-// newSource picks the decoder for a media type, undoing gzip first.
-func newSource(req Request) (source, io.Closer, error) {
+// ratioFloor is how far a gzip body may inflate before the ratio cap applies, so small
+// and highly repetitive bodies are never refused for their ratio.
+const ratioFloor = 4 << 20
+
+// limitError is a body that passed one of the size caps (413).
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// gzipError is a corrupt or truncated gzip stream.
+type gzipError struct{ err error }
+
+func (e gzipError) Error() string { return "gzip: " + e.err.Error() }
+
+// gunzip marks every error of the gzip reader but the end as a gzip error.
+type gunzip struct{ zr *gzip.Reader }
+
+func (g gunzip) Read(p []byte) (int, error) {
+	n, err := g.zr.Read(p)
+	if err != nil && err != io.EOF {
+		err = gzipError{err}
+	}
+	return n, err
+}
+
+// counter counts the bytes read through it.
+type counter struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// capped is the decompressed body: it enforces MaxBody and the compression ratio on every
+// byte, whitespace included, and feeds the request fingerprint when there is one.
+type capped struct {
+	r     io.Reader
+	n     int64
+	max   int64
+	raw   *counter // the compressed bytes; nil when the body is not compressed
+	ratio int64
+	fp    *fingerprint
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.fp != nil {
+		c.fp.h.Write(p[:n])
+	}
+	if c.n > c.max {
+		return n, &limitError{fmt.Sprintf("the body is larger than %d bytes (decompressed), the server's --ingest-max-body; split it into several requests", c.max)}
+	}
+	if c.raw != nil && c.n > ratioFloor && c.n > c.ratio*c.raw.n {
+		return n, &limitError{fmt.Sprintf("the gzip body inflates more than %d times its compressed size, the server's --ingest-max-ratio", c.ratio)}
+	}
+	return n, err
+}
+
+// fingerprint identifies an Idempotency-Key request: a SHA-256 of what decides its
+// outcome (the ?schema= parameter, the media type and the decompressed body).
+type fingerprint struct{ h hash.Hash }
+
+func newFingerprint(schema, mediaType string) *fingerprint {
+	f := &fingerprint{h: sha256.New()}
+	f.h.Write([]byte(schema + "\x00" + mediaType + "\x00"))
+	return f
+}
+
+func (f *fingerprint) sum() []byte {
+	if f == nil {
+		return nil
+	}
+	return f.h.Sum(nil)
+}
+
+// newSource picks the decoder for a media type, undoing gzip first, with the body caps
+// applied to the decompressed bytes.
+func (s *Service) newSource(req Request, keyed bool) (source, *fingerprint, io.Closer, error) {
 	mt, _, err := mime.ParseMediaType(req.ContentType)
 	if err != nil {
-		return nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json, application/x-ndjson or application/ndjson")
+		return nil, nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json, application/x-ndjson or application/ndjson")
 	}
-	body := req.Body
+	body := &capped{r: req.Body, max: s.lim.MaxBody, ratio: s.lim.MaxRatio}
 	var closer io.Closer
 	switch strings.ToLower(strings.TrimSpace(req.ContentEncoding)) {
 	case "", "identity":
 	case "gzip":
-		zr, err := gzip.NewReader(body)
+		body.raw = &counter{r: req.Body}
+		zr, err := gzip.NewReader(body.raw)
 		if err != nil {
-			return nil, nil, errf(store.CodeInvalidJSON, "the body is not valid gzip")
+			return nil, nil, nil, errf(store.CodeInvalidJSON, "the body is not valid gzip")
 		}
-		body, closer = zr, zr
+		body.r, closer = gunzip{zr}, zr
 	default:
-		return nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Encoding must be gzip or absent")
+		return nil, nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Encoding must be gzip or absent")
+	}
+	if keyed {
+		body.fp = newFingerprint(req.Schema, mt)
 	}
 	switch mt {
 	case "application/x-ndjson", "application/ndjson":
-		return newNDJSON(body), closer, nil
+		return newNDJSON(body), body.fp, closer, nil
 	case "application/json":
-		return newJSONBody(body), closer, nil
+		return newJSONBody(body), body.fp, closer, nil
 	}
-	return nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json, application/x-ndjson or application/ndjson")
+	return nil, nil, nil, errf(store.CodeUnsupportedMediaType, "Content-Type must be application/json, application/x-ndjson or application/ndjson")
 }
 
 // MaxIdempotentBytes bounds the stored records of one Idempotency-Key request: such a
@@ -195,19 +337,14 @@ const (
 )
 
 // Ingest reads, validates and commits one request. It answers only after every accepted
-// record is durable. Errors: *NoneAccepted, *QuotaExceeded, *Replay, ErrBusy, and
-// store errors (validation_failed, invalid_json, unsupported_media_type, too_large,
-// forbidden, not_found, conflict).
+// record is durable. Errors: *NoneAccepted, *QuotaExceeded, *Replay, ErrBusy, ErrMemory,
+// and store errors (validation_failed, invalid_json, unsupported_media_type, too_large,
+// forbidden, not_found, conflict, unprocessable). A request without an Idempotency-Key
+// that fails once reading has begun returns a *Partial wrapping the cause: it says how
+// many records were stored and where to resume.
 func (s *Service) Ingest(ctx context.Context, c Caller, req Request) (*Result, error) {
 	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
 		return nil, &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
-	}
-	src, closer, err := newSource(req)
-	if err != nil {
-		return nil, err
-	}
-	if closer != nil {
-		defer closer.Close()
 	}
 	var idemKey []byte
 	if req.IdempotencyKey != "" {
@@ -215,33 +352,54 @@ func (s *Service) Ingest(ctx context.Context, c Caller, req Request) (*Result, e
 			return nil, store.Invalid(store.FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"})
 		}
 		idemKey = []byte(c.ClientID + "\x00" + req.IdempotencyKey)
-		release := s.lockIdempotency(string(idemKey))
+		release, ok := s.lockIdempotency(string(idemKey))
+		if !ok {
+			return nil, errf(store.CodeConflict, "a request with this Idempotency-Key is still being processed; retry once it has been answered")
+		}
 		defer release()
 	}
-	run := &run{s: s, c: c, ctx: ctx, idemKey: idemKey, res: &Result{IngestID: s.store.NewID("ing_"), Errors: []RecordError{}}}
-	return run.do(src, req.Schema)
+	src, fp, closer, err := s.newSource(req, idemKey != nil)
+	if err != nil {
+		return nil, err
+	}
+	if closer != nil {
+		defer closer.Close()
+	}
+	run := &run{s: s, c: c, ctx: ctx, idemKey: idemKey, fp: fp, byLine: src.byLine(),
+		res: &Result{IngestID: s.store.NewID("ing_"), Errors: []RecordError{}}}
+	if idemKey != nil {
+		defer run.releaseMemory()
+		return run.do(src, req.Schema)
+	}
+	res, err := run.do(src, req.Schema)
+	if err != nil {
+		return nil, run.partial(err)
+	}
+	return res, nil
 }
 
-// lockIdempotency makes concurrent requests with one Idempotency-Key take turns, so the
-// second sees the first's stored response instead of racing it.
-func (s *Service) lockIdempotency(key string) func() {
-	for {
-		s.mu.Lock()
-		ch, busy := s.inflight[key]
-		if !busy {
-			ch = make(chan struct{})
-			s.inflight[key] = ch
-			s.mu.Unlock()
-			return func() {
-				s.mu.Lock()
-				delete(s.inflight, key)
-				s.mu.Unlock()
-				close(ch)
-			}
-		}
-		s.mu.Unlock()
-		<-ch
+// lockIdempotency claims an Idempotency-Key for one request at a time. A second request
+// with the same key while the first is in flight is refused (409, as the IETF
+// Idempotency-Key draft says) rather than queued behind it.
+func (s *Service) lockIdempotency(key string) (func(), bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[key]; busy {
+		return nil, false
 	}
+	s.inflight[key] = struct{}{}
+	return func() {
+		s.mu.Lock()
+		delete(s.inflight, key)
+		s.mu.Unlock()
+	}, true
+}
+
+// chunk is a part of a request queued for commit.
+type chunk struct {
+	p      *pending
+	recs   [][]byte
+	endPos int // position of its last record
 }
 
 // run is the state of one request.
@@ -250,6 +408,8 @@ type run struct {
 	c       Caller
 	ctx     context.Context
 	idemKey []byte
+	fp      *fingerprint
+	byLine  bool
 	res     *Result
 
 	schema    string
@@ -259,18 +419,22 @@ type run struct {
 
 	arena    []byte
 	recs     [][]byte // an idempotent request keeps all its records here until the end
-	waits    []chan error
-	firstErr error
+	lastPos  int      // position of the last record in recs
+	reserved int64    // bytes of the idempotent-request memory budget held
+
+	stream    stream
+	chunks    []chunk // queued, oldest first
+	committed int     // records of this request durably stored
+	resumeAt  int     // position after the last stored record
+	firstErr  error
 }
 
-func (r *run) recordError(it item, byLine bool, field, msg string) {
-	r.res.Rejected++
+func (r *run) recordError(pos int, field, msg string) {
 	if len(r.res.Errors) >= MaxErrors {
 		return
 	}
-	pos := it.pos
 	e := RecordError{Field: field, Message: msg}
-	if byLine {
+	if r.byLine {
 		e.Line = &pos
 	} else {
 		e.Index = &pos
@@ -317,34 +481,39 @@ func (r *run) resolve(schema string) error {
 	return nil
 }
 
+// chunkLimit is how many records one chunk may hold: never more than the client's
+// records_per_minute quota, so a long stream makes progress instead of asking for a chunk
+// the quota can never grant.
+func (r *run) chunkLimit() int {
+	if q := r.c.Quota.RecordsPerMinute; q > 0 && q < chunkRecords {
+		return q
+	}
+	return chunkRecords
+}
+
 func (r *run) do(src source, querySchema string) (*Result, error) {
+	if r.byLine {
+		r.resumeAt = 1
+	}
 	if querySchema != "" {
 		if err := r.resolve(querySchema); err != nil {
 			return nil, err
 		}
-		if r.idemKey != nil {
-			if prev := r.w.log.Idempotent(r.idemKey, r.s.now()); prev != nil {
-				return nil, &Replay{Body: prev}
-			}
-		}
 	}
-	byLine := src.byLine()
 	received := r.s.now().UTC()
 	sys := store.SystemValues{ReceivedAt: received.Format("2006-01-02T15:04:05.000000Z"), ClientID: r.c.ClientID, IngestID: r.res.IngestID}
+	limit := r.chunkLimit()
 	for {
 		it, err := src.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			r.wait()
-			if errors.Is(err, errTooBig) {
-				return nil, errf(store.CodeTooLarge, "%s", err.Error())
-			}
-			return nil, r.partial(errf(store.CodeInvalidJSON, "%s", err.Error()))
+			return nil, readError(err)
 		}
 		if it.err != "" {
-			r.recordError(it, byLine, "", it.err)
+			r.res.Rejected++
+			r.recordError(it.pos, "", it.err)
 			continue
 		}
 		schema := it.schema
@@ -353,18 +522,14 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		}
 		switch {
 		case schema == "":
-			return nil, r.partial(store.Invalid(store.FieldError{Field: "schema", Message: "is required: use ?schema=, a \"schema\" field in the JSON body, or wrapped NDJSON lines"}))
+			return nil, store.Invalid(store.FieldError{Field: "schema", Message: "is required: use ?schema=, a \"schema\" field in the JSON body, or wrapped NDJSON lines"})
 		case r.schema == "":
 			if err := r.resolve(schema); err != nil {
 				return nil, err
 			}
-			if r.idemKey != nil {
-				if prev := r.w.log.Idempotent(r.idemKey, r.s.now()); prev != nil {
-					return nil, &Replay{Body: prev}
-				}
-			}
 		case schema != r.schema:
-			r.recordError(it, byLine, "schema", fmt.Sprintf("names %q but this request writes %q: one schema per request", schema, r.schema))
+			r.res.Rejected++
+			r.recordError(it.pos, "schema", fmt.Sprintf("names %q but this request writes %q: one schema per request", schema, r.schema))
 			continue
 		}
 		start := len(r.arena)
@@ -373,38 +538,37 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		if len(ferrs) > 0 {
 			r.res.Rejected++
 			for _, fe := range ferrs {
-				if len(r.res.Errors) < MaxErrors {
-					pos := it.pos
-					e := RecordError{Field: fe.Field, Message: fe.Message}
-					if byLine {
-						e.Line = &pos
-					} else {
-						e.Index = &pos
-					}
-					r.res.Errors = append(r.res.Errors, e)
-				}
+				r.recordError(it.pos, fe.Field, fe.Message)
 			}
 			continue
 		}
 		r.recs = append(r.recs, r.arena[start:len(r.arena):len(r.arena)])
+		r.lastPos = it.pos
 		r.res.Accepted++
-		if r.idemKey != nil && len(r.arena) > MaxIdempotentBytes {
-			return nil, errf(store.CodeTooLarge, "a request with an Idempotency-Key is committed at once and may hold at most %d bytes of records; split it into several requests", MaxIdempotentBytes)
+		if r.idemKey != nil {
+			if err := r.holdMemory(); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if r.idemKey == nil && (len(r.recs) >= chunkRecords || len(r.arena) >= chunkBytes) {
+		if len(r.recs) >= limit || len(r.arena) >= chunkBytes {
 			if err := r.flush(received); err != nil {
-				return nil, r.partial(err)
+				return nil, err
 			}
 		}
 	}
 	if r.res.Accepted == 0 {
-		r.wait()
-		if r.firstErr != nil {
-			return nil, r.firstErr
+		if err := r.wait(); err != nil {
+			return nil, err
 		}
 		r.res.Status = "rejected"
 		if r.res.Rejected == 0 {
 			return nil, store.Invalid(store.FieldError{Field: "data", Message: "holds no records"})
+		}
+		if r.idemKey != nil {
+			if err := r.checkReplay(); err != nil {
+				return nil, err
+			}
 		}
 		return nil, &NoneAccepted{Result: *r.res}
 	}
@@ -416,78 +580,183 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		return r.commitIdempotent(received)
 	}
 	if err := r.flush(received); err != nil {
-		return nil, r.partial(err)
+		return nil, err
 	}
 	if err := r.wait(); err != nil {
-		return nil, r.partial(err)
+		return nil, err
 	}
 	return r.res, nil
 }
 
-// flush submits the chunk read so far and starts a new one; at most inFlight chunks of a
-// request are committing at once, which bounds its memory.
+// readError turns a failure to read the body into the error the caller sees.
+func readError(err error) error {
+	var le *limitError
+	switch {
+	case errors.As(err, &le):
+		return errf(store.CodeTooLarge, "%s", le.msg)
+	case errors.Is(err, errTooBig):
+		return errf(store.CodeTooLarge, "%s", err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errf(store.CodeInvalidJSON, "the request ended before its body was read")
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errf(store.CodeTooLarge, "the body is larger than this listener accepts")
+	}
+	var ge gzipError
+	if errors.As(err, &ge) {
+		return errf(store.CodeInvalidJSON, "the gzip stream is corrupt or truncated")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return errf(store.CodeInvalidJSON, "the body ended in the middle of a record")
+	}
+	var de *decodeError
+	if errors.As(err, &de) {
+		return errf(store.CodeInvalidJSON, "%s", de.msg)
+	}
+	return errf(store.CodeInvalidJSON, "the body could not be read")
+}
+
+// flush queues the chunk read so far and starts a new one; at most inFlight chunks of a
+// request are committing at once, which bounds its memory. Chunks are queued from this
+// goroutine, in order, and the writer commits none after a failed one, so what is stored
+// is always the request's valid records up to some point.
 func (r *run) flush(received time.Time) error {
 	if len(r.recs) == 0 {
-		return nil
+		return r.firstErr
 	}
-	if ok, wait := r.s.quotas.Allow("rec/"+r.c.ClientID, r.c.Quota.RecordsPerMinute, len(r.recs)); !ok {
-		r.wait()
-		return &QuotaExceeded{Wait: wait, What: "records_per_minute"}
-	}
-	for len(r.waits) >= inFlight {
-		if err := <-r.waits[0]; err != nil && r.firstErr == nil {
-			r.firstErr = err
-		}
-		r.waits = r.waits[1:]
+	for len(r.chunks) >= inFlight {
+		r.settle()
 	}
 	if r.firstErr != nil {
 		return r.firstErr
 	}
+	if ok, wait := r.s.quotas.Allow("rec/"+r.c.ClientID, r.c.Quota.RecordsPerMinute, len(r.recs)); !ok {
+		return &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	}
 	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
-	done := make(chan error, 1)
-	r.waits = append(r.waits, done)
-	recs := r.recs
-	go func() {
-		err := r.w.submit(r.ctx, batch)
-		if err == nil {
-			r.s.committed(r.c.ProjectID, r.model.Key, recs)
-		}
-		done <- err
-	}()
+	p := &pending{batch: batch, stream: &r.stream, done: make(chan error, 1)}
+	if err := r.w.enqueue(r.ctx, p); err != nil {
+		r.stream.failed.Store(true)
+		r.firstErr = err
+		return err
+	}
+	r.chunks = append(r.chunks, chunk{p: p, recs: r.recs, endPos: r.lastPos})
 	r.arena, r.recs = nil, nil
 	return nil
 }
 
-// wait waits for every submitted chunk and returns the first failure.
-func (r *run) wait() error {
-	for _, ch := range r.waits {
-		if err := <-ch; err != nil && r.firstErr == nil {
+// settle waits for the oldest queued chunk.
+func (r *run) settle() {
+	c := r.chunks[0]
+	r.chunks = r.chunks[1:]
+	if err := <-c.p.done; err != nil {
+		if r.firstErr == nil {
 			r.firstErr = err
 		}
+		return
 	}
-	r.waits = nil
+	r.committed += len(c.recs)
+	r.resumeAt = c.endPos + 1
+	r.s.committed(r.c.ProjectID, r.model.Key, c.recs)
+}
+
+// wait waits for every queued chunk and returns the first failure.
+func (r *run) wait() error {
+	for len(r.chunks) > 0 {
+		r.settle()
+	}
 	return r.firstErr
 }
 
-// partial reports a failure after some chunks may have been committed: how many is said
-// in the message, because those records are stored.
+// Partial is a streamed request that failed after reading began: Accepted records (the
+// valid records before the resume position, in order) are durably stored, nothing after
+// them is. A client resumes by sending the body again from ResumeLine (NDJSON, 1-based)
+// or ResumeIndex (JSON, 0-based).
+type Partial struct {
+	Err         error
+	IngestID    string
+	Accepted    int
+	ResumeLine  *int
+	ResumeIndex *int
+}
+
+func (e *Partial) Error() string { return e.Err.Error() }
+
+// Unwrap gives the cause, which decides the status.
+func (e *Partial) Unwrap() error { return e.Err }
+
+// partial waits for the chunks still committing and wraps err with what was stored.
 func (r *run) partial(err error) error {
+	var none *NoneAccepted
+	if errors.As(err, &none) {
+		return err
+	}
 	r.wait()
 	var q *QuotaExceeded
 	if errors.As(err, &q) {
-		q.Accepted = r.committedCount()
-		return q
+		q.Accepted = r.committed
 	}
-	return err
+	p := &Partial{Err: err, IngestID: r.res.IngestID, Accepted: r.committed}
+	at := r.resumeAt
+	if r.byLine {
+		p.ResumeLine = &at
+	} else {
+		p.ResumeIndex = &at
+	}
+	return p
 }
 
-func (r *run) committedCount() int {
-	return r.res.Accepted - len(r.recs)
+// holdMemory keeps an idempotent request's buffered records within its own cap and the
+// process-wide budget for such requests.
+func (r *run) holdMemory() error {
+	if len(r.arena) > MaxIdempotentBytes {
+		return errf(store.CodeTooLarge, "a request with an Idempotency-Key is committed at once and may hold at most %d bytes of records; split it into several requests", MaxIdempotentBytes)
+	}
+	for int64(len(r.arena))+int64(cap(r.recs))*24 > r.reserved {
+		if !r.s.idemMemory.Reserve(idemMemoryStep) {
+			return ErrMemory
+		}
+		r.reserved += idemMemoryStep
+	}
+	return nil
 }
+
+func (r *run) releaseMemory() {
+	r.s.idemMemory.Release(r.reserved)
+	r.reserved = 0
+}
+
+// idemMemoryStep is how much of the budget an idempotent request takes at a time.
+const idemMemoryStep = 1 << 20
+
+// checkReplay answers a repeated Idempotency-Key from what was stored for it: the first
+// response when the request is the same, 422 when the key was used for another request.
+func (r *run) checkReplay() error {
+	if r.w == nil {
+		return nil
+	}
+	prev, hash := r.w.log.Idempotent(r.idemKey, r.s.now())
+	if prev == nil {
+		return nil
+	}
+	if hash != nil && !bytes.Equal(hash, r.fp.sum()) {
+		return errMismatch
+	}
+	return &Replay{Body: prev}
+}
+
+var errMismatch = errf(store.CodeUnprocessable, "this Idempotency-Key was already used for a different request; use a new key for new records")
 
 // commitIdempotent stores every record and the response in one batch, so a repeat of the
 // key within 24 h either finds both or neither.
 func (r *run) commitIdempotent(received time.Time) (*Result, error) {
+	if err := r.checkReplay(); err != nil {
+		return nil, err
+	}
+	if q := r.c.Quota.RecordsPerMinute; q > 0 && len(r.recs) > q {
+		return nil, errf(store.CodeTooLarge, "this request holds %d records but the client's records_per_minute quota is %d: a request with an Idempotency-Key is committed at once, so it can never fit; split it into requests of at most %d records", len(r.recs), q, q)
+	}
 	if ok, wait := r.s.quotas.Allow("rec/"+r.c.ClientID, r.c.Quota.RecordsPerMinute, len(r.recs)); !ok {
 		return nil, &QuotaExceeded{Wait: wait, What: "records_per_minute"}
 	}
@@ -495,9 +764,12 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs, IdemKey: r.idemKey, IdemResponse: body}
+	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs, IdemKey: r.idemKey, IdemHash: r.fp.sum(), IdemResponse: body}
 	if err := r.w.submit(r.ctx, batch); err != nil {
 		return nil, err
+	}
+	if batch.Mismatch {
+		return nil, errMismatch
 	}
 	if batch.Duplicate != nil {
 		return nil, &Replay{Body: batch.Duplicate}

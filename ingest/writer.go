@@ -7,14 +7,20 @@ package ingest
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"lookout/store"
 )
 
-// ErrBusy is returned when a warehouse writer's queue stays full: the caller should answer
-// 503 with Retry-After rather than queue more in memory.
+// ErrBusy is returned when a warehouse writer's queue stays full, or the writer is
+// stopping: the caller should answer 503 with Retry-After rather than queue more in memory.
 var ErrBusy = errors.New("the warehouse writer is busy")
+
+// errAborted answers a chunk whose request already had an earlier chunk fail: committing
+// it would leave a gap in the request's records.
+var errAborted = errors.New("an earlier chunk of this request failed")
 
 // queueDepth bounds the batches waiting for one warehouse file.
 const queueDepth = 256
@@ -25,23 +31,39 @@ const maxGroupRecords = 50_000
 // enqueueWait is how long a batch may wait for room in a full queue.
 const enqueueWait = 5 * time.Second
 
+// stream ties the chunks of one request together: once one of them fails, the writer
+// commits none of the later ones, so what is stored is always a prefix of the request.
+type stream struct{ failed atomic.Bool }
+
 type pending struct {
-	batch *store.AppendBatch
-	done  chan error
+	batch  *store.AppendBatch
+	stream *stream // nil for a batch that stands alone
+	done   chan error
 }
 
 // writer owns one warehouse file: a single goroutine takes every batch waiting, writes
 // them in one transaction with one fsync, then wakes every waiter (no timer: it commits
-// as soon as the previous commit is done, so batches grow with load).
+// as soon as the previous commit is done, so batches grow with load). Batches are
+// committed in the order they were queued.
 type writer struct {
 	log   *store.RecordLog
 	queue chan *pending
-	stop  chan struct{}
-	done  chan struct{}
+
+	// mu guards closed against enqueues: close sets it under the write lock, so after
+	// that no enqueue can start, and the enqueues already started are waited for
+	// (senders) before the final drain. That is what guarantees every queued batch an
+	// answer.
+	mu      sync.RWMutex
+	closed  bool
+	senders sync.WaitGroup
+	stop    chan struct{} // closed first: wakes enqueues blocked on a full queue
+	quit    chan struct{} // closed once no enqueue can happen any more: drain and exit
+	done    chan struct{}
 }
 
 func newWriter(log *store.RecordLog) *writer {
-	w := &writer{log: log, queue: make(chan *pending, queueDepth), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &writer{log: log, queue: make(chan *pending, queueDepth),
+		stop: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -52,7 +74,7 @@ func (w *writer) run() {
 		var first *pending
 		select {
 		case first = <-w.queue:
-		case <-w.stop:
+		case <-w.quit:
 			w.drain()
 			return
 		}
@@ -73,17 +95,30 @@ func (w *writer) run() {
 }
 
 func (w *writer) commit(group []*pending) {
-	batches := make([]*store.AppendBatch, len(group))
-	for i, p := range group {
-		batches[i] = p.batch
+	batches := make([]*store.AppendBatch, 0, len(group))
+	live := group[:0:0]
+	for _, p := range group {
+		if p.stream != nil && p.stream.failed.Load() {
+			p.done <- errAborted
+			continue
+		}
+		batches = append(batches, p.batch)
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
 	}
 	err := w.log.Append(batches)
-	for _, p := range group {
+	for _, p := range live {
+		if err != nil && p.stream != nil {
+			p.stream.failed.Store(true)
+		}
 		p.done <- err
 	}
 }
 
 // drain commits what is queued when the writer stops, so no accepted work is dropped.
+// It runs after every enqueue has finished, so the queue only shrinks.
 func (w *writer) drain() {
 	for {
 		select {
@@ -95,15 +130,28 @@ func (w *writer) drain() {
 	}
 }
 
-// submit queues a batch and waits until it is committed. It gives up with ErrBusy when the
-// queue stays full, and with the context's error when the caller goes away before the
-// batch was queued (once queued, the commit is waited for: it will happen).
-func (w *writer) submit(ctx context.Context, b *store.AppendBatch) error {
-	p := &pending{batch: b, done: make(chan error, 1)}
+// enqueue queues a batch in order. It gives up with ErrBusy when the queue stays full or
+// the writer is stopping, and with the context's error when the caller goes away first.
+// Once it returns nil, the batch will be answered on p.done, whatever happens next.
+func (w *writer) enqueue(ctx context.Context, p *pending) error {
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return ErrBusy
+	}
+	w.senders.Add(1)
+	w.mu.RUnlock()
+	defer w.senders.Done()
+	select { // a free slot wins over everything else
+	case w.queue <- p:
+		return nil
+	default:
+	}
 	t := time.NewTimer(enqueueWait)
 	defer t.Stop()
 	select {
 	case w.queue <- p:
+		return nil
 	case <-t.C:
 		return ErrBusy
 	case <-ctx.Done():
@@ -111,18 +159,30 @@ func (w *writer) submit(ctx context.Context, b *store.AppendBatch) error {
 	case <-w.stop:
 		return ErrBusy
 	}
+}
+
+// submit queues a batch and waits until it is committed (see enqueue for the errors).
+func (w *writer) submit(ctx context.Context, b *store.AppendBatch) error {
+	p := &pending{batch: b, done: make(chan error, 1)}
+	if err := w.enqueue(ctx, p); err != nil {
+		return err
+	}
 	return <-p.done
 }
 
+// close stops taking batches, commits every batch already queued, answers every waiter,
+// and returns when the writer goroutine is gone.
 func (w *writer) close() {
-	close(w.stop)
-	<-w.done
-	for { // a submit that raced with stop must not wait forever
-		select {
-		case p := <-w.queue:
-			p.done <- ErrBusy
-		default:
-			return
-		}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		<-w.done
+		return
 	}
+	w.closed = true
+	w.mu.Unlock()
+	close(w.stop)
+	w.senders.Wait()
+	close(w.quit)
+	<-w.done
 }

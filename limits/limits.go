@@ -121,3 +121,39 @@ func (q *Quotas) Allow(key string, perMinute, n int) (bool, time.Duration) {
 	}
 	return true, 0
 }
+
+// Budget is a process-wide allowance of bytes (memory held by requests that must buffer),
+// reserved and released by its users; it never blocks.
+type Budget struct {
+	mu   sync.Mutex
+	max  int64
+	used int64
+}
+
+// NewBudget returns a budget of max bytes.
+func NewBudget(max int64) *Budget { return &Budget{max: max} }
+
+// Reserve takes n bytes if they are free and reports whether it did.
+func (b *Budget) Reserve(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// Release gives back n reserved bytes.
+func (b *Budget) Release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// Used is how many bytes are reserved now.
+func (b *Budget) Used() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}

@@ -14,6 +14,7 @@ const (
 	CodeForbidden            = "forbidden"
 	CodeNotFound             = "not_found"
 	CodeConflict             = "conflict"
+	CodeUnprocessable        = "unprocessable"
 	CodePreconditionFailed   = "precondition_failed"
 	CodeTooLarge             = "too_large"
 	CodeRateLimited          = "rate_limited"

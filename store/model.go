@@ -108,6 +108,8 @@ func (m *Model) validate() error {
 	for i, fd := range m.Fields {
 		at := fmt.Sprintf("fields[%d]", i)
 		switch {
+		case strings.HasPrefix(fd.Name, "_"):
+			f.add(at+".name", "%q starts with _, which is reserved for the system fields (_received_at, _client_id, _ingest_id)", fd.Name)
 		case !fieldNamePattern.MatchString(fd.Name):
 			f.add(at+".name", "must start with a letter and hold only letters, digits and _ (at most 64)")
 		case seen[fd.Name]:

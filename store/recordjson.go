@@ -60,7 +60,7 @@ func appendSystem(dst []byte, sys SystemValues, first bool) []byte {
 	dst = append(dst, sys.ReceivedAt...)
 	dst = append(dst, `","_client_id":"`...)
 	dst = append(dst, sys.ClientID...)
-	dst = append(dst, `","ingest_id":"`...)
+	dst = append(dst, `","_ingest_id":"`...)
 	dst = append(dst, sys.IngestID...)
 	return append(dst, `"}`...)
 }

@@ -24,10 +24,10 @@ func TestRecordValidator(t *testing.T) {
 	for _, tc := range []struct {
 		in, want, bad string
 	}{
-		{`{"id":"1"}`, `{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
-		{` { "id" : "1" , "n" : 3, "o": { "k" : [1, 2, {"z": null}] } } `, `{"id":"1","n":3,"o":{"k":[1,2,{"z":null}]},"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
-		{`{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, `{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[],"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
-		{`{"id":"1","n":null}`, `{"id":"1","n":null,"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}`, ""},
+		{`{"id":"1"}`, `{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
+		{` { "id" : "1" , "n" : 3, "o": { "k" : [1, 2, {"z": null}] } } `, `{"id":"1","n":3,"o":{"k":[1,2,{"z":null}]},"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
+		{`{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, `{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[],"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
+		{`{"id":"1","n":null}`, `{"id":"1","n":null,"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
 		{`{"n":1}`, "", "id"},
 		{`{"id":"1","n":1.5}`, "", "n"},
 		{`{"id":"1","n":"1"}`, "", "n"},
@@ -68,7 +68,7 @@ func TestRecordValidator(t *testing.T) {
 	}
 	d := testModel(UnknownDrop).Validator()
 	out, errs := d.Validate([]byte(`{"zz":{"deep":[1]},"id":"1","yy":2}`), []byte("prefix"), sys)
-	if len(errs) > 0 || string(out) != `prefix{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","ingest_id":"ing_1"}` {
+	if len(errs) > 0 || string(out) != `prefix{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}` {
 		t.Fatalf("drop: %s %v", out, errs)
 	}
 }
@@ -127,7 +127,7 @@ func FuzzValidatorsAgree(f *testing.F) {
 		if err := d2.Decode(&got); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{"_received_at", "_client_id", "ingest_id"} {
+		for _, k := range []string{"_received_at", "_client_id", "_ingest_id"} {
 			delete(got, k)
 		}
 		a, _ := json.Marshal(normalise(got))

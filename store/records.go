@@ -24,16 +24,28 @@ import (
 //	                 sequence number (big-endian uint64, the bucket's NextSequence), so a
 //	                 time range is a key range and a walk is a sequential read.
 //	                 value: the validated record as compact JSON, with "_received_at",
-//	                 "_client_id" and "ingest_id" appended.
+//	                 "_client_id" and "_ingest_id" appended.
 //	idempotency      key: client id 0 Idempotency-Key. value: idemRecord JSON (the first
-//	                 response and when it was stored); kept 24 h.
+//	                 response, the request's fingerprint and when it was stored); kept 24 h.
+//	idempotency_exp  key: expiry (µs, big-endian uint64) then the idempotency key; empty
+//	                 value. Pruning walks it from the start and stops at the first entry
+//	                 not yet due, so a pass touches only what expired.
+//	meta             "version": the file's format version (big-endian uint64); a file
+//	                 without it is version 1.
 //
 // Records are stored once, as validated; nothing is decoded to be written.
 
 var (
-	bucketIdempotency = []byte("idempotency")
-	logPrefix         = "log/"
+	bucketIdempotency    = []byte("idempotency")
+	bucketIdempotencyExp = []byte("idempotency_exp")
+	bucketWarehouseMeta  = []byte("meta")
+	keyWarehouseVersion  = []byte("version")
+	logPrefix            = "log/"
 )
+
+// WarehouseVersion is the format version of the warehouse files this binary writes.
+// Version 2 renamed the system field ingest_id to _ingest_id and added idempotency_exp.
+const WarehouseVersion = 2
 
 // RecordKeySize is the size of a record key: receive µs then sequence.
 const RecordKeySize = 16
@@ -72,20 +84,13 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 	if err := os.MkdirAll(rs.dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(rs.dir, warehouseID+".db"), 0o600, &bolt.Options{
-		Timeout: time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: true,
-		InitialMmapSize: 64 << 20,
-	})
+	db, err := bolt.Open(filepath.Join(rs.dir, warehouseID+".db"), 0o600, warehouseOptions())
 	if err != nil {
 		return nil, fmt.Errorf("open warehouse %s: %w", warehouseID, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketIdempotency)
-		return err
-	})
-	if err != nil {
+	if err := upgradeWarehouse(db); err != nil {
 		db.Close()
-		return nil, err
+		return nil, fmt.Errorf("warehouse %s: %w", warehouseID, err)
 	}
 	l := &RecordLog{db: db}
 	rs.logs[warehouseID] = l
@@ -102,6 +107,179 @@ func validFileID(id string) bool {
 		}
 	}
 	return true
+}
+
+// warehouseOptions are the bbolt options of a warehouse file. The freelist is synced
+// (NoFreelistSync false): otherwise bbolt rebuilds it at open by walking every page, so
+// opening took time proportional to the file (0.6 s per GB measured), while syncing an
+// append-only file's small freelist costs little per commit (docs/performance.md).
+func warehouseOptions() *bolt.Options {
+	return &bolt.Options{
+		Timeout: time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: false,
+		InitialMmapSize: 64 << 20,
+	}
+}
+
+// upgradeWarehouse brings a warehouse file to WarehouseVersion, refusing one written by a
+// newer binary. Each step is idempotent and works in bounded transactions, so an upgrade
+// killed halfway is simply run again at the next open.
+func upgradeWarehouse(db *bolt.DB) error {
+	version := uint64(0)
+	err := db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketWarehouseMeta)
+		if meta == nil {
+			fresh := true
+			_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				fresh = false
+				return nil
+			})
+			var err error
+			if meta, err = tx.CreateBucket(bucketWarehouseMeta); err != nil {
+				return err
+			}
+			if fresh { // a new file starts at the current version
+				for _, b := range [][]byte{bucketIdempotency, bucketIdempotencyExp} {
+					if _, err := tx.CreateBucket(b); err != nil {
+						return err
+					}
+				}
+				return putVersion(meta, WarehouseVersion)
+			}
+			if err := putVersion(meta, 1); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketIdempotency); err != nil {
+			return err
+		}
+		version = binary.BigEndian.Uint64(meta.Get(keyWarehouseVersion))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if version > WarehouseVersion {
+		return fmt.Errorf("the file has format version %d but this binary knows only up to %d: run a newer Lookout", version, WarehouseVersion)
+	}
+	if version < 2 {
+		if err := renameIngestID(db); err != nil {
+			return fmt.Errorf("upgrade to version 2: %w", err)
+		}
+		if err := indexIdempotency(db); err != nil {
+			return fmt.Errorf("upgrade to version 2: %w", err)
+		}
+		if err := db.Update(func(tx *bolt.Tx) error { return putVersion(tx.Bucket(bucketWarehouseMeta), 2) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putVersion(meta *bolt.Bucket, v uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return meta.Put(keyWarehouseVersion, b[:])
+}
+
+// upgradeBatch bounds the records one upgrade transaction rewrites.
+const upgradeBatch = 20_000
+
+// oldIngestID is how version 1 stored the system field: last in the record.
+var oldIngestID = []byte(`,"ingest_id":"`)
+
+// renamedIngestID returns the record with its trailing system field ingest_id renamed to
+// _ingest_id, or nil when the record does not end with it (already renamed). A model
+// field named ingest_id is never last: the system fields follow every model field.
+func renamedIngestID(v []byte) []byte {
+	i := bytes.LastIndex(v, oldIngestID)
+	if i < 0 {
+		return nil
+	}
+	rest := v[i+len(oldIngestID):]
+	if len(rest) != len("ing_")+26+2 || !bytes.HasPrefix(rest, []byte("ing_")) || !bytes.HasSuffix(rest, []byte(`"}`)) {
+		return nil
+	}
+	out := make([]byte, 0, len(v)+1)
+	out = append(out, v[:i]...)
+	out = append(out, `,"_ingest_id":"`...)
+	return append(out, rest...)
+}
+
+// renameIngestID rewrites every version-1 record of every log bucket.
+func renameIngestID(db *bolt.DB) error {
+	var names [][]byte
+	if err := db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			if bytes.HasPrefix(name, []byte(logPrefix)) {
+				names = append(names, append([]byte(nil), name...))
+			}
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	for _, name := range names {
+		var from []byte
+		for done := false; !done; {
+			err := db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket(name)
+				type kv struct{ k, v []byte }
+				var edits []kv
+				c := b.Cursor()
+				k, v := c.Seek(from)
+				if from != nil && bytes.Equal(k, from) {
+					k, v = c.Next()
+				}
+				n := 0
+				for ; k != nil && n < upgradeBatch; k, v = c.Next() {
+					if nv := renamedIngestID(v); nv != nil {
+						edits = append(edits, kv{append([]byte(nil), k...), nv})
+					}
+					from = append(from[:0], k...)
+					n++
+				}
+				done = k == nil
+				for _, e := range edits {
+					if err := b.Put(e.k, e.v); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// indexIdempotency builds idempotency_exp for the entries a version-1 file holds.
+func indexIdempotency(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		exp, err := tx.CreateBucketIfNotExists(bucketIdempotencyExp)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIdempotency).ForEach(func(k, v []byte) error {
+			var r idemRecord
+			if json.Unmarshal(v, &r) != nil {
+				r.At = time.Time{} // unreadable: due at once
+			}
+			return exp.Put(expKey(r.At.Add(IdempotencyTTL), k), nil)
+		})
+	})
+}
+
+// expKey is an idempotency_exp key: the expiry then the idempotency key.
+func expKey(at time.Time, key []byte) []byte {
+	us := at.UnixMicro()
+	if us < 0 {
+		us = 0
+	}
+	out := make([]byte, 8, 8+len(key))
+	binary.BigEndian.PutUint64(out, uint64(us))
+	return append(out, key...)
 }
 
 // Close closes every open warehouse file.
@@ -147,12 +325,17 @@ type AppendBatch struct {
 	// IdemKey, when set, makes the batch exactly-once: if the key was stored within
 	// IdempotencyTTL the records are not written and Duplicate receives the first response.
 	IdemKey      []byte
+	IdemHash     []byte // the request's fingerprint, compared on a repeat
 	IdemResponse []byte
-	Duplicate    []byte
+	// Duplicate receives the first response when the key was stored for the same
+	// request; Mismatch is set instead when it was stored for a different one.
+	Duplicate []byte
+	Mismatch  bool
 }
 
 type idemRecord struct {
 	At       time.Time       `json:"at"`
+	Hash     []byte          `json:"hash,omitempty"`
 	Response json.RawMessage `json:"response"`
 }
 
@@ -167,7 +350,11 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 				if raw := idem.Get(b.IdemKey); raw != nil {
 					var r idemRecord
 					if json.Unmarshal(raw, &r) == nil && b.ReceivedAt.Sub(r.At) < IdempotencyTTL {
-						b.Duplicate = append([]byte(nil), r.Response...)
+						if r.Hash != nil && !bytes.Equal(r.Hash, b.IdemHash) {
+							b.Mismatch = true
+						} else {
+							b.Duplicate = append([]byte(nil), r.Response...)
+						}
 						continue
 					}
 				}
@@ -198,11 +385,14 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 				}
 			}
 			if b.IdemKey != nil {
-				raw, err := json.Marshal(idemRecord{At: b.ReceivedAt, Response: b.IdemResponse})
+				raw, err := json.Marshal(idemRecord{At: b.ReceivedAt, Hash: b.IdemHash, Response: b.IdemResponse})
 				if err != nil {
 					return err
 				}
 				if err := idem.Put(b.IdemKey, raw); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bucketIdempotencyExp).Put(expKey(b.ReceivedAt.Add(IdempotencyTTL), b.IdemKey), nil); err != nil {
 					return err
 				}
 			}
@@ -212,42 +402,64 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 }
 
 // Idempotent returns the stored first response of an idempotency key still within its TTL
-// at now, or nil.
-func (l *RecordLog) Idempotent(key []byte, now time.Time) []byte {
-	var out []byte
+// at now, and the fingerprint of the request that stored it (nil for entries stored before
+// fingerprints were kept); nil, nil when there is none.
+func (l *RecordLog) Idempotent(key []byte, now time.Time) (response, hash []byte) {
 	_ = l.db.View(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketIdempotency).Get(key)
 		var r idemRecord
 		if raw != nil && json.Unmarshal(raw, &r) == nil && now.Sub(r.At) < IdempotencyTTL {
-			out = append([]byte(nil), r.Response...)
+			response, hash = append([]byte(nil), r.Response...), r.Hash
 		}
 		return nil
 	})
-	return out
+	return response, hash
 }
 
-// PruneIdempotency deletes idempotency entries older than the TTL at now, at most limit
-// per call so the write transaction stays short. It returns how many it deleted.
+// pruneBatch bounds the entries one pruning transaction deletes.
+const pruneBatch = 1000
+
+// PruneIdempotency deletes the idempotency entries that expired by now, walking the
+// expiry index so it touches only those, in transactions of at most pruneBatch entries,
+// and at most limit entries in all. It returns how many it deleted.
 func (l *RecordLog) PruneIdempotency(now time.Time, limit int) (int, error) {
-	n := 0
-	err := l.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketIdempotency)
-		c := b.Cursor()
-		for k, v := c.First(); k != nil && n < limit; {
-			var r idemRecord
-			if json.Unmarshal(v, &r) != nil || now.Sub(r.At) >= IdempotencyTTL {
+	total := 0
+	for total < limit {
+		n, more := 0, false
+		err := l.db.Update(func(tx *bolt.Tx) error {
+			exp, idem := tx.Bucket(bucketIdempotencyExp), tx.Bucket(bucketIdempotency)
+			due := uint64(now.UnixMicro())
+			c := exp.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.First() {
+				if binary.BigEndian.Uint64(k[:8]) > due {
+					return nil
+				}
+				if n == pruneBatch || total+n == limit {
+					more = true
+					return nil
+				}
+				key := append([]byte(nil), k[8:]...)
 				if err := c.Delete(); err != nil {
 					return err
 				}
+				// The key may have been stored again since this entry was made: only an
+				// entry that has expired itself goes.
+				var r idemRecord
+				if raw := idem.Get(key); raw != nil && (json.Unmarshal(raw, &r) != nil || now.Sub(r.At) >= IdempotencyTTL) {
+					if err := idem.Delete(key); err != nil {
+						return err
+					}
+				}
 				n++
-				k, v = c.Seek(k)
-				continue
 			}
-			k, v = c.Next()
+			return nil
+		})
+		total += n
+		if err != nil || !more {
+			return total, err
 		}
-		return nil
-	})
-	return n, err
+	}
+	return total, nil
 }
 
 // RecordTime returns the receive time encoded in a record key.

@@ -11,7 +11,7 @@ import (
 
 // benchRecord is a ~300-byte stored record of the benchmark's 10-field model.
 func benchRecord(i int) []byte {
-	return []byte(fmt.Sprintf(`{"event_id":"evt-%08d-xxxxxxxxxxxxxxxxxxxx","user_id":"user-%06d","session":"sess-%012d","kind":"page_view","country":"NL","path":"/shop/category/%03d/product/%05d?ref=newsletter&utm=autumn-sale","amount":%d.%02d,"items":%d,"logged_in":true,"at":"2026-11-21T12:00:00.000Z","_received_at":"2026-11-21T12:00:00.000000Z","_client_id":"ic_01M7Z5A0597C36QRZ276CCF42C","ingest_id":"ing_01M7Z5A0597C36QRZ276CCF42C"}`,
+	return []byte(fmt.Sprintf(`{"event_id":"evt-%08d-xxxxxxxxxxxxxxxxxxxx","user_id":"user-%06d","session":"sess-%012d","kind":"page_view","country":"NL","path":"/shop/category/%03d/product/%05d?ref=newsletter&utm=autumn-sale","amount":%d.%02d,"items":%d,"logged_in":true,"at":"2026-11-21T12:00:00.000Z","_received_at":"2026-11-21T12:00:00.000000Z","_client_id":"ic_01M7Z5A0597C36QRZ276CCF42C","_ingest_id":"ing_01M7Z5A0597C36QRZ276CCF42C"}`,
 		i, i%5000, i*7919, i%200, i%10000, i%500, i%100, i%9))
 }
 

@@ -101,10 +101,10 @@ func TestRecordLogScanAndIdempotency(t *testing.T) {
 	if n, _ := l.Count("mdl_c"); n != 1 {
 		t.Fatalf("idempotent batch stored %d records", n)
 	}
-	if got := l.Idempotent(key, t0.Add(23*time.Hour)); string(got) != `{"first":true}` {
+	if got, _ := l.Idempotent(key, t0.Add(23*time.Hour)); string(got) != `{"first":true}` {
 		t.Fatalf("Idempotent = %s", got)
 	}
-	if got := l.Idempotent(key, t0.Add(25*time.Hour)); got != nil {
+	if got, _ := l.Idempotent(key, t0.Add(25*time.Hour)); got != nil {
 		t.Fatal("expired key still answers")
 	}
 	if n, err := l.PruneIdempotency(t0.Add(25*time.Hour), 100); err != nil || n != 1 {

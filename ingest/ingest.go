@@ -108,6 +108,8 @@ type Service struct {
 	writers  map[string]*writer
 	inflight map[string]chan struct{}
 	closed   bool
+
+	models modelCache
 }
 
 // New returns a Service writing into records.
@@ -202,6 +204,11 @@ func (s *Service) Ingest(ctx context.Context, c Caller, req Request) (*Result, e
 	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
 		return nil, &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
 	}
+	if enc := strings.TrimSpace(req.ContentEncoding); enc == "" || strings.EqualFold(enc, "identity") {
+		body, release := pooledBody(req.Body)
+		defer release()
+		req.Body = body
+	}
 	src, closer, err := newSource(req)
 	if err != nil {
 		return nil, err
@@ -278,7 +285,9 @@ func (r *run) recordError(it item, byLine bool, field, msg string) {
 	r.res.Errors = append(r.res.Errors, e)
 }
 
-// resolve finds the request's model the first time a schema is known.
+// resolve finds the request's model the first time a schema is known. A schema the
+// caller may not write is 403 whether or not the model exists, so it is refused before
+// any lookup; the model comes from the generation cache (modelCache).
 func (r *run) resolve(schema string) error {
 	r.schema = schema
 	allowed := false
@@ -287,25 +296,19 @@ func (r *run) resolve(schema string) error {
 			allowed = true
 		}
 	}
-	m, err := r.s.store.ModelByKey(r.c.ProjectID, schema)
+	if !allowed {
+		return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
+	}
+	rm, err := r.s.model(r.c.ProjectID, schema)
 	if store.IsCode(err, store.CodeNotFound) {
-		if !allowed {
-			return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
-		}
 		return store.Invalid(store.FieldError{Field: "schema", Message: fmt.Sprintf("%q is not a model of this project", schema)})
 	}
 	if err != nil {
 		return err
 	}
-	if !allowed {
-		return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
-	}
+	m, wh := rm.model, rm.warehouse
 	if m.Status == store.StatusArchived {
 		return errf(store.CodeConflict, "model %q is archived and takes no more records", schema)
-	}
-	wh, err := r.s.store.Warehouse(r.c.ProjectID, m.WarehouseID)
-	if err != nil {
-		return err
 	}
 	if wh.Type != store.WarehouseEmbedded {
 		return errf(store.CodeConflict, "model %q writes to a %s warehouse, which this version cannot deliver to yet", schema, wh.Type)
@@ -313,7 +316,7 @@ func (r *run) resolve(schema string) error {
 	if r.w, err = r.s.writer(wh.ID); err != nil {
 		return err
 	}
-	r.model, r.validator = m, m.Validator()
+	r.model, r.validator = m, rm.validator
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"lookout/store"
@@ -35,6 +36,9 @@ type Service struct {
 	// tokens caches TokenForAuth by prefix (cachedToken), valid while the store's identity
 	// generation is unchanged: any write to accounts, memberships or tokens drops it all.
 	tokens sync.Map
+
+	// rt is the runtime authentication cache of the current runtime generation.
+	rt atomic.Pointer[runtimeCache]
 }
 
 type cachedToken struct {

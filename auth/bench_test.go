@@ -25,3 +25,21 @@ func BenchmarkAuthenticateToken(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAuthenticateRuntime: what every ingest and query request pays to authenticate a
+// runtime API key: parse, hash, the cached key and client (a bbolt read and JSON decode
+// only after a write), status, policy and model checks.
+func BenchmarkAuthenticateRuntime(b *testing.B) {
+	svc, st := newRuntimeTest(b)
+	f := newRuntimeFixture(b, st)
+	req := RuntimeRequest{Authorization: "ApiKey " + f.key, Transport: "http", Kind: "ingest"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := svc.AuthenticateRuntime(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

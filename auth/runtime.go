@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,9 @@ type RuntimeRequest struct {
 	Kind             string // store.ClientIngest or store.ClientQuery
 }
 
-// RuntimeIdentity is an authenticated runtime caller.
+// RuntimeIdentity is an authenticated runtime caller. Its slices (and a query client's
+// QueryOptions) are shared with the runtime authentication cache: read them, never change
+// them.
 type RuntimeIdentity struct {
 	Client store.Client
 	// Key is the runtime API key used, if any.
@@ -55,17 +58,18 @@ func clientKindOf(id string) string {
 // disabled client, a method, source address, user agent or transport the policy does not
 // allow). Returns unauthenticated, forbidden.
 func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, error) {
+	rc := s.runtimeCache()
 	var (
-		client  *store.Client
+		cc      *cachedClient
 		key     *store.RuntimeKey
 		proven  = map[string]bool{}
 		kindErr error
 	)
-	name := func(c store.Client) error {
-		if client != nil && client.ID != c.ID {
+	name := func(c *cachedClient) error {
+		if cc != nil && cc.client.ID != c.client.ID {
 			return unauthenticated("the credentials name different clients")
 		}
-		client = &c
+		cc = c
 		return nil
 	}
 	if h := strings.TrimSpace(req.Authorization); h != "" {
@@ -73,24 +77,25 @@ func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, err
 		cred = strings.TrimSpace(cred)
 		switch strings.ToLower(scheme) {
 		case "apikey":
-			k, c, err := s.runtimeKey(cred)
+			ck, err := s.runtimeKey(rc, cred)
 			if err != nil {
 				return nil, err
 			}
+			k := ck.key // a copy: the identity must not share the cached record
 			if k.Kind != req.Kind {
 				kindErr = forbidden("a %s key cannot be used for %s", k.Kind, req.Kind)
 			}
 			key, proven[store.MethodAPIKey] = &k, true
-			if err := name(c); err != nil {
+			if err := name(ck.client); err != nil {
 				return nil, err
 			}
 		case "bearer":
-			c, err := s.runtimeJWT(cred)
+			c, err := s.runtimeJWT(rc, cred)
 			if err != nil {
 				return nil, err
 			}
-			if c.Kind != req.Kind {
-				kindErr = forbidden("a %s client cannot be used for %s", c.Kind, req.Kind)
+			if c.client.Kind != req.Kind {
+				kindErr = forbidden("a %s client cannot be used for %s", c.client.Kind, req.Kind)
 			}
 			proven[store.MethodJWT] = true
 			if err := name(c); err != nil {
@@ -101,21 +106,22 @@ func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, err
 		}
 	}
 	if len(req.PeerCertificates) > 0 {
-		if client != nil {
-			if s.certFits(*client, req.PeerCertificates) {
+		if cc != nil {
+			if s.certFits(cc, req.PeerCertificates) {
 				proven[store.MethodMTLS] = true
 			}
 		} else {
-			c, err := s.clientForCertificate(req.Kind, req.PeerCertificates)
+			c, err := s.clientForCertificate(rc, req.Kind, req.PeerCertificates)
 			if err != nil {
 				return nil, err
 			}
-			client, proven[store.MethodMTLS] = &c, true
+			cc, proven[store.MethodMTLS] = c, true
 		}
 	}
-	if client == nil {
+	if cc == nil {
 		return nil, unauthenticated("missing runtime credential: send Authorization: ApiKey lk_ak_…, a Bearer JWT, or a client certificate")
 	}
+	client := &cc.client
 	a := client.Authentication
 	if a.Mode == store.ModeAll {
 		for _, m := range a.Methods {
@@ -161,53 +167,52 @@ func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, err
 	return id, nil
 }
 
-func (s *Service) runtimeKey(cred string) (store.RuntimeKey, store.Client, error) {
+// runtimeKey finds an unrevoked, unexpired runtime key and its client.
+func (s *Service) runtimeKey(rc *runtimeCache, cred string) (*cachedKey, error) {
 	if !ParseRuntimeKey(cred) {
-		return store.RuntimeKey{}, store.Client{}, unauthenticated("malformed runtime API key: expected lk_ak_ and 43 characters")
+		return nil, unauthenticated("malformed runtime API key: expected lk_ak_ and 43 characters")
 	}
-	hash := HashSecret(cred)
-	k, err := s.store.RuntimeKeyByHash(hash)
+	ck, err := s.cachedKey(rc, HashSecret(cred))
 	if store.IsCode(err, store.CodeNotFound) {
-		return k, store.Client{}, unauthenticated("invalid runtime API key")
+		return nil, unauthenticated("invalid runtime API key")
 	}
 	if err != nil {
-		return k, store.Client{}, err
+		return nil, err
 	}
-	switch k.Status(s.now()) {
+	switch ck.key.Status(s.now()) {
 	case store.KeyRevoked:
-		return k, store.Client{}, unauthenticated("the runtime API key is revoked")
+		return nil, unauthenticated("the runtime API key is revoked")
 	case store.KeyExpired:
-		return k, store.Client{}, unauthenticated("the runtime API key has expired")
+		return nil, unauthenticated("the runtime API key has expired")
 	}
-	c, err := s.store.Client(k.Kind, k.ProjectID, k.ClientID)
-	if store.IsCode(err, store.CodeNotFound) {
-		return k, c, unauthenticated("the runtime API key's client no longer exists")
+	if ck.client == nil {
+		return nil, unauthenticated("the runtime API key's client no longer exists")
 	}
-	return k, c, err
+	return ck, nil
 }
 
 // runtimeJWT verifies a Bearer JWT against the policy of the client its client_id names.
-func (s *Service) runtimeJWT(tok string) (store.Client, error) {
+func (s *Service) runtimeJWT(rc *runtimeCache, tok string) (*cachedClient, error) {
 	bad := unauthenticated("invalid runtime JWT")
 	var peek jwt.MapClaims
 	if _, _, err := jwt.NewParser().ParseUnverified(tok, &peek); err != nil {
-		return store.Client{}, bad
+		return nil, bad
 	}
 	id, _ := peek["client_id"].(string)
 	kind := clientKindOf(id)
 	if kind == "" {
-		return store.Client{}, unauthenticated("the runtime JWT lacks a client_id naming an ingest or query client")
+		return nil, unauthenticated("the runtime JWT lacks a client_id naming an ingest or query client")
 	}
-	c, err := s.store.ClientByID(kind, id)
+	cc, err := s.cachedClient(rc, kind, id)
 	if store.IsCode(err, store.CodeNotFound) {
-		return c, unauthenticated("the runtime JWT names an unknown client")
+		return nil, unauthenticated("the runtime JWT names an unknown client")
 	}
 	if err != nil {
-		return c, err
+		return nil, err
 	}
-	cfg := c.Authentication.JWT
+	cfg := cc.client.Authentication.JWT
 	if cfg == nil || len(cfg.Algorithms) == 0 {
-		return c, unauthenticated("the client does not accept JWTs")
+		return nil, unauthenticated("the client does not accept JWTs")
 	}
 	opts := []jwt.ParserOption{jwt.WithValidMethods(cfg.Algorithms), jwt.WithLeeway(JWTLeeway),
 		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.now)}
@@ -219,57 +224,47 @@ func (s *Service) runtimeJWT(tok string) (store.Client, error) {
 	}
 	var claims jwt.MapClaims
 	_, err = jwt.NewParser(opts...).ParseWithClaims(tok, &claims, func(t *jwt.Token) (any, error) {
-		switch t.Method.Alg() {
-		case store.AlgorithmHS256:
-			return s.store.ClientHS256Secret(c.Kind, c.ProjectID, c.ID)
-		case store.AlgorithmRS256:
-			return jwt.ParseRSAPublicKeyFromPEM([]byte(cfg.PublicKeyPEM))
-		case store.AlgorithmES256:
-			return jwt.ParseECPublicKeyFromPEM([]byte(cfg.PublicKeyPEM))
+		alg := t.Method.Alg()
+		if err := cc.jwtErr[alg]; err != nil {
+			return nil, err
+		}
+		if key, ok := cc.jwtKey[alg]; ok {
+			return key, nil
 		}
 		return nil, errors.New("algorithm not allowed")
 	})
 	if err != nil {
 		switch {
 		case errors.Is(err, jwt.ErrTokenExpired):
-			return c, unauthenticated("the runtime JWT has expired")
+			return nil, unauthenticated("the runtime JWT has expired")
 		case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
-			return c, unauthenticated("the runtime JWT lacks exp")
+			return nil, unauthenticated("the runtime JWT lacks exp")
 		case errors.Is(err, jwt.ErrTokenInvalidIssuer), errors.Is(err, jwt.ErrTokenInvalidAudience):
-			return c, unauthenticated("the runtime JWT has the wrong issuer or audience")
+			return nil, unauthenticated("the runtime JWT has the wrong issuer or audience")
 		}
-		return c, bad
+		return nil, bad
 	}
-	if sub, _ := claims["client_id"].(string); subtle.ConstantTimeCompare([]byte(sub), []byte(c.ID)) != 1 {
-		return c, bad
+	if sub, _ := claims["client_id"].(string); subtle.ConstantTimeCompare([]byte(sub), []byte(cc.client.ID)) != 1 {
+		return nil, bad
 	}
-	return c, nil
+	return cc, nil
 }
 
-// certFits reports whether a presented chain is trusted by one of the client's Client CAs
-// and passes its URI and subject allowlists.
-func (s *Service) certFits(c store.Client, chain []*x509.Certificate) bool {
-	m := c.Authentication.MTLS
-	if m == nil || len(chain) == 0 {
-		return false
-	}
-	pems, err := s.store.ClientCACertificates(c.ProjectID, m.ClientCAIDs)
-	if err != nil || len(pems) == 0 {
-		return false
-	}
-	roots := x509.NewCertPool()
-	for _, p := range pems {
-		roots.AppendCertsFromPEM([]byte(p))
-	}
+// verifyChain checks that the first certificate of a presented chain is a client
+// certificate that chains to one of roots, with the rest of the chain as intermediates.
+func (s *Service) verifyChain(roots *x509.CertPool, chain []*x509.Certificate) bool {
 	inter := x509.NewCertPool()
 	for _, ic := range chain[1:] {
 		inter.AddCert(ic)
 	}
-	leaf := chain[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: s.now(),
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-		return false
-	}
+	_, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, CurrentTime: s.now(),
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return err == nil
+}
+
+// allowedLeaf reports whether a leaf certificate passes a policy's URI and subject
+// allowlists.
+func allowedLeaf(m *store.MTLSConfig, leaf *x509.Certificate) bool {
 	if len(m.AllowedURIs) > 0 {
 		ok := false
 		for _, u := range leaf.URIs {
@@ -281,32 +276,62 @@ func (s *Service) certFits(c store.Client, chain []*x509.Certificate) bool {
 			return false
 		}
 	}
-	if len(m.AllowedSubjects) > 0 && !contains(m.AllowedSubjects, leaf.Subject.String()) && !contains(m.AllowedSubjects, leaf.Subject.CommonName) {
-		return false
-	}
-	return true
+	return len(m.AllowedSubjects) == 0 || contains(m.AllowedSubjects, leaf.Subject.String()) || contains(m.AllowedSubjects, leaf.Subject.CommonName)
 }
 
-// clientForCertificate finds the one client whose mTLS policy accepts a certificate that
-// came without any other credential.
-func (s *Service) clientForCertificate(kind string, chain []*x509.Certificate) (store.Client, error) {
-	cands, err := s.store.MTLSClients(kind)
+// certFits reports whether a presented chain is trusted by one of the client's Client CAs
+// and passes its URI and subject allowlists.
+func (s *Service) certFits(cc *cachedClient, chain []*x509.Certificate) bool {
+	m := cc.client.Authentication.MTLS
+	if m == nil || cc.roots == nil || len(chain) == 0 {
+		return false
+	}
+	return s.verifyChain(cc.roots, chain) && allowedLeaf(m, chain[0])
+}
+
+// maxChain bounds the certificates of a presented chain that are looked up as issuers.
+const maxChain = 8
+
+// clientForCertificate finds the one client whose policy accepts a certificate that came
+// without any other credential. The candidate CAs are the stored Client CAs (of clients
+// that accept certificate-only mTLS) whose subject issued one of the chain's certificates;
+// the chain is verified once against each. Configuration refuses what would make two
+// clients fit (docs/api.md, "Certificate-only mTLS"); what it cannot see (a certificate
+// with the URIs of two clients, a CA chain longer than one link) is refused here rather
+// than guessed.
+func (s *Service) clientForCertificate(rc *runtimeCache, kind string, chain []*x509.Certificate) (*cachedClient, error) {
+	idx, err := s.certIndex(rc, kind)
 	if err != nil {
-		return store.Client{}, err
+		return nil, err
+	}
+	if len(chain) > maxChain {
+		chain = chain[:maxChain]
 	}
 	var found []store.Client
-	for _, c := range cands {
-		if s.certFits(c, chain) {
-			found = append(found, c)
+	var tried []*indexedCA
+	for _, c := range chain {
+		for _, ca := range idx.bySubject[string(c.RawIssuer)] {
+			if slices.Contains(tried, ca) {
+				continue
+			}
+			tried = append(tried, ca)
+			if !s.verifyChain(ca.roots, chain) {
+				continue
+			}
+			for _, cl := range ca.clients {
+				if allowedLeaf(cl.Authentication.MTLS, chain[0]) && !slices.ContainsFunc(found, func(f store.Client) bool { return f.ID == cl.ID }) {
+					found = append(found, cl)
+				}
+			}
 		}
 	}
 	switch len(found) {
 	case 0:
-		return store.Client{}, unauthenticated("the client certificate is not trusted by any " + kind + " client")
+		return nil, unauthenticated("the client certificate is not trusted by any " + kind + " client")
 	case 1:
-		return found[0], nil
+		return s.cachedClient(rc, kind, found[0].ID)
 	}
-	return store.Client{}, unauthenticated("the client certificate fits several clients; add a credential that names one")
+	return nil, unauthenticated("the client certificate fits several clients; add a credential that names one")
 }
 
 func inCIDRs(cidrs []string, addr netip.Addr) bool {

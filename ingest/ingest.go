@@ -134,6 +134,8 @@ type Service struct {
 	writers  map[string]*writer
 	inflight map[string]struct{}
 	closed   bool
+
+	models modelCache
 }
 
 // New returns a Service writing into records, with DefaultLimits.
@@ -291,6 +293,21 @@ func (f *fingerprint) sum() []byte {
 	return f.h.Sum(nil)
 }
 
+// closers closes a gzip reader, if any, then gives the read buffer back.
+type closers struct {
+	c       io.Closer
+	release func()
+}
+
+func (c closers) Close() error {
+	var err error
+	if c.c != nil {
+		err = c.c.Close()
+	}
+	c.release()
+	return err
+}
+
 // newSource picks the decoder for a media type, undoing gzip first, with the body caps
 // applied to the decompressed bytes.
 func (s *Service) newSource(req Request, keyed bool) (source, *fingerprint, io.Closer, error) {
@@ -317,7 +334,8 @@ func (s *Service) newSource(req Request, keyed bool) (source, *fingerprint, io.C
 	}
 	switch mt {
 	case "application/x-ndjson", "application/ndjson":
-		return newNDJSON(body), body.fp, closer, nil
+		br, release := pooledReader(body)
+		return newNDJSON(br), body.fp, closers{closer, release}, nil
 	case "application/json":
 		return newJSONBody(body), body.fp, closer, nil
 	}
@@ -442,7 +460,9 @@ func (r *run) recordError(pos int, field, msg string) {
 	r.res.Errors = append(r.res.Errors, e)
 }
 
-// resolve finds the request's model the first time a schema is known.
+// resolve finds the request's model the first time a schema is known. A schema the
+// caller may not write is 403 whether or not the model exists, so it is refused before
+// any lookup; the model comes from the generation cache (modelCache).
 func (r *run) resolve(schema string) error {
 	r.schema = schema
 	allowed := false
@@ -451,25 +471,19 @@ func (r *run) resolve(schema string) error {
 			allowed = true
 		}
 	}
-	m, err := r.s.store.ModelByKey(r.c.ProjectID, schema)
+	if !allowed {
+		return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
+	}
+	rm, err := r.s.model(r.c.ProjectID, schema)
 	if store.IsCode(err, store.CodeNotFound) {
-		if !allowed {
-			return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
-		}
 		return store.Invalid(store.FieldError{Field: "schema", Message: fmt.Sprintf("%q is not a model of this project", schema)})
 	}
 	if err != nil {
 		return err
 	}
-	if !allowed {
-		return errf(store.CodeForbidden, "this client may not write to schema %q", schema)
-	}
+	m, wh := rm.model, rm.warehouse
 	if m.Status == store.StatusArchived {
 		return errf(store.CodeConflict, "model %q is archived and takes no more records", schema)
-	}
-	wh, err := r.s.store.Warehouse(r.c.ProjectID, m.WarehouseID)
-	if err != nil {
-		return err
 	}
 	if wh.Type != store.WarehouseEmbedded {
 		return errf(store.CodeConflict, "model %q writes to a %s warehouse, which this version cannot deliver to yet", schema, wh.Type)
@@ -477,7 +491,7 @@ func (r *run) resolve(schema string) error {
 	if r.w, err = r.s.writer(wh.ID); err != nil {
 		return err
 	}
-	r.model, r.validator = m, m.Validator()
+	r.model, r.validator = m, rm.validator
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
@@ -218,7 +219,7 @@ func (c *clientRecord) validate(tx *bolt.Tx, in ClientInput) error {
 // runtime API keys. Returns validation_failed, not_found.
 func (s *Store) CreateClient(kind, projectID string, in ClientInput) (Client, error) {
 	var c clientRecord
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		c = clientRecord{Client: Client{Meta: Meta{ProjectID: projectID}, Kind: kind, Models: []string{}, Enabled: true, Authentication: DefaultAuthentication()}}
 		if kind == ClientQuery {
 			c.QueryOptions = &QueryOptions{AnalyticsAPIs: []string{}, AdhocModels: []string{}, RequiredFilters: []Filter{}}
@@ -252,6 +253,9 @@ func (s *Store) SetClientAuthentication(kind, projectID, id string, in Authentic
 	c, err := updateRes(s, clientKind(kind), projectID, id, ifMatch, func(tx *bolt.Tx, c *clientRecord) error {
 		a, sealed, err := s.buildAuthentication(tx, c, in)
 		if err != nil {
+			return err
+		}
+		if err := checkCertificateOnly(tx, c, a); err != nil {
 			return err
 		}
 		c.Authentication, c.SealedHS256 = a, sealed
@@ -485,7 +489,7 @@ func (s *Store) ListClients(kind, projectID string, enabled *bool, page Page) ([
 // DeleteClient deletes a client for good and revokes its runtime API keys in the same
 // transaction. Returns not_found.
 func (s *Store) DeleteClient(kind, projectID, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateRuntime(func(tx *bolt.Tx) error {
 		c, err := getInProject[clientRecord](tx, clientKind(kind), projectID, id)
 		if err != nil {
 			return err
@@ -512,23 +516,142 @@ func (s *Store) ClientByID(kind, id string) (Client, error) {
 	return c.Client, err
 }
 
-// MTLSClients lists every client of a kind, in any project, whose policy includes mtls:
-// the candidates for a request that presents only a certificate.
-func (s *Store) MTLSClients(kind string) ([]Client, error) {
-	var out []Client
+// CertificateOnly reports whether the policy lets a client certificate alone, with no other
+// credential naming the client, authenticate a request: mtls is a method and either one
+// method suffices (mode any) or mtls is the only method.
+func (a ClientAuthentication) CertificateOnly() bool {
+	return a.MTLS != nil && contains(a.Methods, MethodMTLS) && (a.Mode != ModeAll || len(a.Methods) == 1)
+}
+
+// CertificateClient is a client that accepts certificate-only mTLS, with the Client CAs its
+// policy names.
+type CertificateClient struct {
+	Client
+	CAs []ClientCA
+}
+
+// CertificateClients lists every client of a kind, in any project, that accepts
+// certificate-only mTLS, with its Client CAs (each of the client's own project): the
+// candidates for a request that presents only a certificate. One read transaction.
+func (s *Store) CertificateClients(kind string) ([]CertificateClient, error) {
+	var out []CertificateClient
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(clientKind(kind).bucket).ForEach(func(_, v []byte) error {
 			var c clientRecord
 			if err := getJSONBytes(v, &c); err != nil {
 				return err
 			}
-			if contains(c.Authentication.Methods, MethodMTLS) && c.Authentication.MTLS != nil {
-				out = append(out, c.Client)
+			if !c.Authentication.CertificateOnly() {
+				return nil
 			}
+			cc := CertificateClient{Client: c.Client}
+			for _, id := range c.Authentication.MTLS.ClientCAIDs {
+				if ca, err := getInProject[ClientCA](tx, KindClientCA, c.ProjectID, id); err == nil {
+					cc.CAs = append(cc.CAs, ca)
+				}
+			}
+			out = append(out, cc)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// checkCertificateOnly enforces, when a client's new policy accepts certificate-only mTLS,
+// the rule that makes a certificate presented alone name at most one client
+// (docs/api.md, "Certificate-only mTLS"): no client of the same kind in another project may
+// accept certificate-only mTLS through a related CA (the same public key, or one CA signed
+// the other), and no other such client of the same project may, unless the two clients'
+// allowed_uris or allowed_subjects are disjoint. Returns conflict naming the other client
+// of the project (another project's client is never named).
+func checkCertificateOnly(tx *bolt.Tx, c *clientRecord, a ClientAuthentication) error {
+	if !a.CertificateOnly() {
+		return nil
+	}
+	mine := map[string]*x509.Certificate{}
+	for _, id := range a.MTLS.ClientCAIDs {
+		ca, err := getInProject[ClientCA](tx, KindClientCA, c.ProjectID, id)
+		if err != nil {
+			continue // buildAuthentication reported it
+		}
+		if cert := parseStoredCA(ca); cert != nil {
+			mine[id] = cert
+		}
+	}
+	k := clientKind(c.Kind)
+	return tx.Bucket(k.bucket).ForEach(func(_, v []byte) error {
+		var o clientRecord
+		if err := getJSONBytes(v, &o); err != nil {
+			return err
+		}
+		if o.ID == c.ID || !o.Authentication.CertificateOnly() {
+			return nil
+		}
+		for _, oid := range o.Authentication.MTLS.ClientCAIDs {
+			oca, err := getInProject[ClientCA](tx, KindClientCA, o.ProjectID, oid)
+			if err != nil {
+				continue
+			}
+			ocert := parseStoredCA(oca)
+			for id, cert := range mine {
+				if ocert == nil || !RelatedCAs(cert, ocert) {
+					continue
+				}
+				if o.ProjectID != c.ProjectID {
+					return Errorf(CodeConflict, "the Client CA %s (or a CA related to it: the same key, its issuer or one it issued) already identifies certificate-only %ss of another project, so a certificate presented alone could not tell the projects apart; use a CA of this project's own, or mode all with a second method", id, k.Name)
+				}
+				if mtlsOverlap(a.MTLS, o.Authentication.MTLS) {
+					return Errorf(CodeConflict, "%s %s (%s) already accepts certificate-only mTLS through the Client CA %s or a CA related to it, with allowed_uris and allowed_subjects that overlap this policy's, so one certificate could fit both clients; give the two clients disjoint allowed_uris or allowed_subjects", k.Name, o.ID, o.Name, oid)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// parseStoredCA parses a stored Client CA's certificate (it parsed when it was stored).
+func parseStoredCA(ca ClientCA) *x509.Certificate {
+	block, _ := pem.Decode([]byte(ca.CertificatePEM))
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return cert
+}
+
+// RelatedCAs reports whether one certificate could be trusted through both CAs by a
+// relation that can be seen from the two alone: the same public key, or one CA's
+// signature made with the other's key.
+func RelatedCAs(a, b *x509.Certificate) bool {
+	return bytes.Equal(a.RawSubjectPublicKeyInfo, b.RawSubjectPublicKeyInfo) ||
+		a.CheckSignatureFrom(b) == nil || b.CheckSignatureFrom(a) == nil
+}
+
+// mtlsOverlap reports whether one certificate could pass both allowlists. Two lists are
+// disjoint only when both are non-empty and share no entry; for subjects, an entry that is
+// a whole subject also meets the entry equal to its CN (both match the same certificate).
+func mtlsOverlap(a, b *MTLSConfig) bool {
+	disjoint := func(x, y []string, same func(p, q string) bool) bool {
+		if len(x) == 0 || len(y) == 0 {
+			return false
+		}
+		for _, p := range x {
+			for _, q := range y {
+				if same(p, q) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	eq := func(p, q string) bool { return p == q }
+	subj := func(p, q string) bool {
+		return p == q || strings.Contains(","+p+",", ",CN="+q+",") || strings.Contains(","+q+",", ",CN="+p+",")
+	}
+	return !disjoint(a.AllowedURIs, b.AllowedURIs, eq) && !disjoint(a.AllowedSubjects, b.AllowedSubjects, subj)
 }
 
 // ClientCACertificates returns the PEM certificates of a project's Client CAs by id

@@ -90,7 +90,7 @@ func (s *Store) CreateClientCA(projectID string, in ClientCAInput) (ClientCA, er
 		FingerprintSHA256: hex.EncodeToString(sum[:]), Subject: cert.Subject.String(),
 		NotAfter: cert.NotAfter.UTC(),
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.updateRuntime(func(tx *bolt.Tx) error {
 		return s.insertRes(tx, KindClientCA, &ca, s.now())
 	})
 	return ca, err
@@ -115,7 +115,7 @@ func (s *Store) ListClientCAs(projectID string, page Page) ([]ClientCA, string, 
 // DeleteClientCA deletes a Client CA that no ingest or query client references.
 // Returns not_found, conflict (naming a referencing client).
 func (s *Store) DeleteClientCA(projectID, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateRuntime(func(tx *bolt.Tx) error {
 		ca, err := getInProject[ClientCA](tx, KindClientCA, projectID, id)
 		if err != nil {
 			return err

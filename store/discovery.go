@@ -219,7 +219,7 @@ func (s *Store) CaptureDiscovery(projectID, clientID string, samples []map[strin
 func (s *Store) AcceptDiscovery(projectID, id string) (DiscoverySession, Model, error) {
 	var d discoveryRecord
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		if d, err = getInProject[discoveryRecord](tx, KindDiscovery, projectID, id); err != nil {
 			return err
 		}

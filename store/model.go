@@ -217,7 +217,7 @@ func (m *Model) apply(in ModelInput) {
 // Returns validation_failed, not_found (project), conflict (key taken).
 func (s *Store) CreateModel(projectID string, in ModelInput) (Model, error) {
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		m, err = s.createModel(tx, projectID, in)
 		return err
 	})
@@ -266,7 +266,7 @@ func conflictField(field, format string, args ...any) *Error {
 // (archived, or not additive), precondition_failed.
 func (s *Store) UpdateModel(projectID, id string, in ModelInput, ifMatch int) (Model, error) {
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		m, err = s.updateModel(tx, projectID, id, in, ifMatch)
 		return err
 	})
@@ -303,7 +303,7 @@ func (s *Store) updateModel(tx *bolt.Tx, projectID, id string, in ModelInput, if
 // Returns not_found.
 func (s *Store) ArchiveModel(projectID, id string) (Model, error) {
 	var m Model
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		if m, err = getInProject[Model](tx, KindModel, projectID, id); err != nil || m.Status == StatusArchived {
 			return err
 		}

@@ -64,7 +64,7 @@ func (s *Store) CreateProject(in ProjectInput) (Project, error) {
 		return Project{}, err
 	}
 	var p Project
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketWorkspaces).Get([]byte(*in.WorkspaceID)) == nil {
 			return NotFound("workspace")
 		}
@@ -126,7 +126,7 @@ func (s *Store) UpdateProject(id string, in ProjectInput, ifMatch int) (Project,
 		return Project{}, err
 	}
 	var p Project
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		var err error
 		if p, err = getProject(tx, id); err != nil {
 			return err
@@ -240,7 +240,7 @@ func (s *Store) ProjectMembers(projectID string) ([]Member, error) {
 // SetProjectMembers replaces the list of members listed on a project. Every user must be a
 // member of the project's workspace. Returns validation_failed, not_found.
 func (s *Store) SetProjectMembers(projectID string, userIDs []string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return s.updateRuntime(func(tx *bolt.Tx) error {
 		p, err := getProject(tx, projectID)
 		if err != nil {
 			return err

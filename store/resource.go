@@ -193,7 +193,7 @@ func updateRes[R any, PR interface {
 	resource
 }](s *Store, k Kind, projectID, id string, ifMatch int, change func(tx *bolt.Tx, r PR) error) (R, error) {
 	var r R
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		if r, err = getInProject[R, PR](tx, k, projectID, id); err != nil {
 			return err
 		}

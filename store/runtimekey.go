@@ -107,7 +107,7 @@ func (k *runtimeKeyRecord) validate(tx *bolt.Tx, now time.Time, expiresChanged b
 // Returns validation_failed, not_found.
 func (s *Store) CreateRuntimeKey(projectID string, in RuntimeKeyInput, keyHash []byte, keyPrefix string) (RuntimeKey, error) {
 	var k runtimeKeyRecord
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		k = runtimeKeyRecord{RuntimeKey: RuntimeKey{Meta: Meta{ProjectID: projectID}, Models: []string{}, KeyPrefix: keyPrefix}, KeyHash: keyHash}
 		if in.Kind != nil {
 			k.Kind = *in.Kind
@@ -161,7 +161,7 @@ func (s *Store) UpdateRuntimeKey(projectID, id string, in RuntimeKeyInput, ifMat
 // is harmless. Returns not_found.
 func (s *Store) RevokeRuntimeKey(projectID, id string) (RuntimeKey, error) {
 	var k runtimeKeyRecord
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		if k, err = getInProject[runtimeKeyRecord](tx, KindRuntimeKey, projectID, id); err != nil || k.RevokedAt != nil {
 			return err
 		}

@@ -24,6 +24,9 @@ type Store struct {
 	// identityGen counts committed writes to accounts, memberships and tokens; see
 	// IdentityGeneration.
 	identityGen atomic.Uint64
+	// runtimeGen counts committed writes to what the runtime reads on every request; see
+	// RuntimeGeneration.
+	runtimeGen atomic.Uint64
 	// Now is the clock; tests replace it. Every timestamp the store writes comes from here.
 	Now    func() time.Time
 	sealer *Sealer
@@ -89,6 +92,20 @@ func (s *Store) updateIdentity(fn func(tx *bolt.Tx) error) error {
 // TokenForAuth returns (except last_used_at). A cache that reads the generation before
 // reading a record may keep that record for as long as the generation stays the same.
 func (s *Store) IdentityGeneration() uint64 { return s.identityGen.Load() }
+
+// updateRuntime runs a write transaction that may change what runtime authentication or
+// ingest resolve on every request (projects, models, warehouses, clients, runtime keys,
+// Client CAs, and any resource written through updateRes), and then moves the runtime
+// generation on, so caches of those records notice.
+func (s *Store) updateRuntime(fn func(tx *bolt.Tx) error) error {
+	defer s.runtimeGen.Add(1)
+	return s.db.Update(fn)
+}
+
+// RuntimeGeneration changes after every committed write that may change a project, model,
+// warehouse, client, runtime key or Client CA. A cache that reads the generation before
+// reading a record may keep that record for as long as the generation stays the same.
+func (s *Store) RuntimeGeneration() uint64 { return s.runtimeGen.Load() }
 
 // Close closes the data file; pending write transactions have finished when it returns.
 func (s *Store) Close() error { return s.db.Close() }

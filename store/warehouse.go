@@ -98,7 +98,7 @@ func (w *Warehouse) validate(tx *bolt.Tx) error {
 // Returns validation_failed, not_found.
 func (s *Store) CreateWarehouse(projectID string, in WarehouseInput) (Warehouse, error) {
 	var w Warehouse
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		w = Warehouse{Meta: Meta{ProjectID: projectID}}
 		if in.Name != nil {
 			w.Name = strings.TrimSpace(*in.Name)

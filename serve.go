@@ -39,6 +39,8 @@ type serveOptions struct {
 	wsDiscover                  bool
 	ephemeral                   bool
 	shutdownTimeout             time.Duration
+	ingestLimits                ingest.Limits
+	wsMaxConns, wsMaxPerClient  int
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -84,6 +86,11 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
+	f.Int64Var(&o.ingestLimits.MaxBody, "ingest-max-body", ingest.DefaultLimits.MaxBody, "most bytes one ingest request may hold once decompressed (413 past it)")
+	f.Int64Var(&o.ingestLimits.MaxRatio, "ingest-max-ratio", ingest.DefaultLimits.MaxRatio, "most times a gzip ingest body may inflate past its compressed size, once past 4 MiB (413 past it)")
+	f.Int64Var(&o.ingestLimits.IdempotentMemory, "ingest-idempotent-memory", ingest.DefaultLimits.IdempotentMemory, "bytes shared by all Idempotency-Key requests held in memory until their commit (503 when spent)")
+	f.IntVar(&o.wsMaxConns, "ws-max-conns", apphttp.DefaultWSMaxConns, "most runtime WebSockets open at once (503 past it)")
+	f.IntVar(&o.wsMaxPerClient, "ws-max-conns-per-client", apphttp.DefaultWSMaxConnsPerID, "most runtime WebSockets one ingest client may have open (429 past it)")
 	return cmd
 }
 
@@ -219,9 +226,20 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
+	m.Ingest.SetLimits(m.opts.ingestLimits)
+	// Open (and upgrade) every warehouse file now, so that ready means ingest answers at
+	// once instead of after the first request opened the file under the writer's lock.
+	files, err := m.Records.Files()
+	if err != nil {
+		return err
+	}
+	if err := m.Ingest.Open(files); err != nil {
+		return err
+	}
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
+		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")
@@ -380,12 +398,28 @@ func (m *Main) Close(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	for _, srv := range m.servers {
-		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-			srv.Close()
-		}
+	// WebSockets are hijacked connections that http.Server.Shutdown does not track: each
+	// gets a close frame (1001) after the message it is handling, while the listeners
+	// drain their requests, all within ctx.
+	var drain sync.WaitGroup
+	if m.HTTP != nil {
+		drain.Add(1)
+		go func() { defer drain.Done(); m.HTTP.GoAway(ctx) }()
 	}
+	var mu sync.Mutex
+	for _, srv := range m.servers {
+		drain.Add(1)
+		go func(srv *http.Server) {
+			defer drain.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}(srv)
+	}
+	drain.Wait()
 	if m.admin != nil {
 		if err := m.admin.Shutdown(ctx); err != nil {
 			m.admin.Close()

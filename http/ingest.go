@@ -166,11 +166,20 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 	if err != nil {
 		return err
 	}
+	sk, err := s.sockets.reserve(id.Client.ID)
+	if err != nil {
+		return err
+	}
+	defer s.sockets.release(sk)
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return nil // Accept has answered the handshake
 	}
 	defer conn.CloseNow()
+	if !sk.attach(conn) {
+		conn.Close(websocket.StatusGoingAway, "server shutting down")
+		return nil
+	}
 	conn.SetReadLimit(limit)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -197,23 +206,36 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 		if err != nil {
 			return nil // closed, too large, or a protocol violation: the library answered
 		}
-		var out any
-		if typ != websocket.MessageText {
-			out = wsReply{Type: "error", Message: "binary frames are not accepted: send JSON as a text message"}
-		} else if id, err = s.auth.AuthenticateRuntime(rr); err != nil {
-			conn.Close(websocket.StatusPolicyViolation, "authentication lost")
-			return nil
-		} else {
-			out = handle(ctx, id, msg)
-		}
-		b, _ := json.Marshal(out)
-		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
-		err = conn.Write(wctx, websocket.MessageText, b)
-		wcancel()
-		if err != nil {
+		if !s.socketMessage(ctx, sk, conn, rr, &id, typ, msg, handle) {
 			return nil
 		}
 	}
+}
+
+// socketMessage handles one message and writes its answer while holding the socket, so
+// shutdown's close frame comes after an ack, never between a commit and its ack. It
+// reports whether the socket stays open.
+func (s *Server) socketMessage(ctx context.Context, sk *socket, conn *websocket.Conn, rr auth.RuntimeRequest, id **auth.RuntimeIdentity, typ websocket.MessageType, msg []byte, handle func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any) bool {
+	sk.mu.Lock()
+	defer sk.mu.Unlock()
+	if sk.goingAway {
+		return false // not handled: the client resends it after reconnecting
+	}
+	var out any
+	if typ != websocket.MessageText {
+		out = wsReply{Type: "error", Message: "binary frames are not accepted: send JSON as a text message"}
+	} else if fresh, err := s.auth.AuthenticateRuntime(rr); err != nil {
+		conn.Close(websocket.StatusPolicyViolation, "authentication lost")
+		return false
+	} else {
+		*id = fresh
+		out = handle(ctx, fresh, msg)
+	}
+	b, _ := json.Marshal(out)
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	err := conn.Write(wctx, websocket.MessageText, b)
+	wcancel()
+	return err == nil
 }
 
 // handleWSIngest serves WebSocket ingest: each text message is an ingest envelope with an

@@ -4,6 +4,7 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -36,6 +37,7 @@ type Server struct {
 	records      *store.RecordStore
 	wsDiscover   bool
 	ingestURL    string
+	sockets      *sockets
 }
 
 // Config wires a Server.
@@ -58,6 +60,9 @@ type Config struct {
 	WSDiscover bool
 	// IngestURL is the ingest listener's address, for the OpenAPI documents.
 	IngestURL string
+	// WSMaxConns and WSMaxConnsPerClient cap open runtime WebSockets, overall and per
+	// client (0: DefaultWSMaxConns, DefaultWSMaxConnsPerID).
+	WSMaxConns, WSMaxConnsPerClient int
 }
 
 // NewServer returns a Server.
@@ -78,12 +83,19 @@ func NewServer(c Config) *Server {
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
 		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 	}
+	s.sockets = newSockets(c.WSMaxConns, c.WSMaxConnsPerClient)
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
 	}
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
 	return s
 }
+
+// GoAway closes every runtime WebSocket with 1001 (going away) once the message it is
+// handling has been answered, refuses new ones, and waits for their handlers until ctx
+// ends. Main calls it at shutdown: http.Server.Shutdown does not track hijacked
+// connections.
+func (s *Server) GoAway(ctx context.Context) { s.sockets.goAway(ctx) }
 
 // SetIngestURL tells the console where the ingest listener is, for the OpenAPI documents.
 // Call it before the console listener starts serving.

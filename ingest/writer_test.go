@@ -1,0 +1,103 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"lookout/store"
+)
+
+func newTestLog(t *testing.T) *store.RecordLog {
+	t.Helper()
+	rs, err := store.OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	l, err := rs.Log("wh_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func batchOf(n int) *store.AppendBatch {
+	recs := make([][]byte, n)
+	for i := range recs {
+		recs[i] = []byte(fmt.Sprintf(`{"n":%d}`, i))
+	}
+	return &store.AppendBatch{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: recs}
+}
+
+// TestWriterCloseAnswersEveryone: submits racing a close each get an answer, committed
+// or ErrBusy, and every batch answered nil is stored. Before the fix a batch could be
+// queued after the final drain and wait forever.
+func TestWriterCloseAnswersEveryone(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		l := newTestLog(t)
+		w := newWriter(l)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		committed := 0
+		var bad []error
+		for g := 0; g < 16; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					err := w.submit(context.Background(), batchOf(3))
+					mu.Lock()
+					switch {
+					case err == nil:
+						committed += 3
+					case !errors.Is(err, ErrBusy):
+						bad = append(bad, err)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		w.close()
+		wg.Wait() // hangs (and the test times out) if a submit is never answered
+		if len(bad) > 0 {
+			t.Fatal(bad)
+		}
+		if n, _ := l.Count("mdl_a"); n != committed {
+			t.Fatalf("round %d: %d records answered as committed, %d stored", round, committed, n)
+		}
+		if err := w.submit(context.Background(), batchOf(1)); !errors.Is(err, ErrBusy) {
+			t.Fatalf("submit after close: %v", err)
+		}
+		w.close() // a second close returns too
+	}
+}
+
+// TestWriterSkipsChunksAfterAFailure: once a chunk of a request failed, its later chunks
+// are answered without being written, so a request never stores records after a gap.
+func TestWriterSkipsChunksAfterAFailure(t *testing.T) {
+	l := newTestLog(t)
+	w := &writer{log: l}
+	var s stream
+	ok := &pending{batch: batchOf(2), stream: &s, done: make(chan error, 1)}
+	w.commit([]*pending{ok})
+	if err := <-ok.done; err != nil {
+		t.Fatal(err)
+	}
+	s.failed.Store(true) // as the writer marks it when a commit of this stream fails
+	later := &pending{batch: batchOf(2), stream: &s, done: make(chan error, 1)}
+	other := &pending{batch: batchOf(1), done: make(chan error, 1)}
+	w.commit([]*pending{later, other})
+	if err := <-later.done; !errors.Is(err, errAborted) {
+		t.Fatalf("later chunk: %v", err)
+	}
+	if err := <-other.done; err != nil {
+		t.Fatalf("another request's batch in the same group: %v", err)
+	}
+	if n, _ := l.Count("mdl_a"); n != 3 {
+		t.Fatalf("stored %d, want 3", n)
+	}
+}

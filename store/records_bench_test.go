@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -96,5 +97,57 @@ func BenchmarkValidateRecord(b *testing.B) {
 		if len(errs) > 0 || len(out) == 0 {
 			b.Fatal(errs)
 		}
+	}
+}
+
+// BenchmarkWarehouseOpen measures how long opening a warehouse file takes as it grows,
+// with the freelist synced (what Lookout does) and not synced (what it did: bbolt then
+// walks every page at open to rebuild the freelist). LOOKOUT_BENCH_OPEN_MB sets the file
+// size (default 512).
+//
+//	LOOKOUT_BENCH_OPEN_MB=2048 go test -run - -bench WarehouseOpen -benchtime 5x ./store
+func BenchmarkWarehouseOpen(b *testing.B) {
+	mb := 512
+	if v := os.Getenv("LOOKOUT_BENCH_OPEN_MB"); v != "" {
+		fmt.Sscan(v, &mb)
+	}
+	for _, synced := range []bool{true, false} {
+		name := "freelist-synced"
+		if !synced {
+			name = "freelist-not-synced"
+		}
+		b.Run(fmt.Sprintf("%s/%dMB", name, mb), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "wh.db")
+			opts := warehouseOptions()
+			opts.NoFreelistSync = !synced
+			db, err := bolt.Open(path, 0o600, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs := make([][]byte, 10_000)
+			for i := range recs {
+				recs[i] = benchRecord(i)
+			}
+			l := &RecordLog{db: db}
+			for i := int64(0); ; i++ {
+				if fi, _ := os.Stat(path); fi != nil && fi.Size() >= int64(mb)<<20 {
+					break
+				}
+				if err := l.Append([]*AppendBatch{{ModelID: "m", ReceivedAt: time.Unix(i, 0), Records: recs}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			db.Close()
+			b.ResetTimer()
+			for n := 0; n < b.N; n++ {
+				db, err := bolt.Open(path, 0o600, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				db.Close()
+				b.StartTimer()
+			}
+		})
 	}
 }

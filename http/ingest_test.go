@@ -78,6 +78,15 @@ type ingestReq struct {
 
 func (h *harness) runtime(rq ingestReq) *response {
 	h.t.Helper()
+	r, err := h.tryRuntime(rq)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// tryRuntime is runtime that returns its failure: safe from any goroutine.
+func (h *harness) tryRuntime(rq ingestReq) (*response, error) {
 	if rq.method == "" {
 		rq.method = "POST"
 	}
@@ -99,7 +108,7 @@ func (h *harness) runtime(rq ingestReq) *response {
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
@@ -107,7 +116,7 @@ func (h *harness) runtime(rq ingestReq) *response {
 	if len(raw) > 0 {
 		json.Unmarshal(raw, &r.env)
 	}
-	return r
+	return r, nil
 }
 
 type runtimeWorld struct {
@@ -430,11 +439,23 @@ func TestIdempotencyAndQuotas(t *testing.T) {
 	key["Idempotency-Key"] = "order-batch-2"
 	var wg sync.WaitGroup
 	bodies := make([]string, 6)
+	errs := make([]error, len(bodies))
 	for i := range bodies {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); bodies[i] = rw.runtime(ingestReq{body: oneRecord, header: key}).body }(i)
+		go func(i int) {
+			defer wg.Done()
+			r, err := rw.tryRuntime(ingestReq{body: oneRecord, header: key})
+			if errs[i] = err; err == nil {
+				bodies[i] = r.body
+			}
+		}(i)
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, b := range bodies[1:] {
 		if b != bodies[0] {
 			t.Fatalf("concurrent repeats answered differently:\n%s\n%s", bodies[0], b)

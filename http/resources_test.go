@@ -521,17 +521,27 @@ func TestConcurrentPromotes(t *testing.T) {
 		ids = append(ids, h.created(all, bind, map[string]any{"project_id": p, "analytics_api_id": f.api, "warehouse_id": f.warehouse}))
 	}
 	for round := 0; round < 5; round++ {
+		// The goroutines only collect what went wrong: t.Fatal belongs to the test's own
+		// goroutine, so the failures are reported after Wait.
 		var wg sync.WaitGroup
-		for _, id := range ids {
+		errs := make([]error, len(ids))
+		for i, id := range ids {
 			wg.Add(1)
-			go func(id string) {
+			go func(i int, id string) {
 				defer wg.Done()
-				if r := h.do("POST", bind+"/"+id+"/promote", all, nil); r.status != 200 {
-					t.Errorf("promote %s: %d %s", id, r.status, r.body)
+				r, err := h.try("POST", bind+"/"+id+"/promote", all, nil)
+				if err == nil && r.status != 200 {
+					err = fmt.Errorf("promote %s: %d %s", id, r.status, r.body)
 				}
-			}(id)
+				errs[i] = err
+			}(i, id)
 		}
 		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 		bs, _, err := h.st.ListBindings(p, f.api, "", store.Page{Limit: 50})
 		if err != nil {
 			t.Fatal(err)

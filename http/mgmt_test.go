@@ -71,7 +71,7 @@ func TestManagementCredentialMatrix(t *testing.T) {
 		cases = append(cases,
 			scenario{name: rt.name + "/missing scope", status: 403, contains: []string{`"code":"forbidden"`, "lacks the projects:"}},
 			scenario{name: rt.name + "/read for write", status: st, contains: c},
-			scenario{name: rt.name + "/other workspace", status: 403, contains: []string{`"code":"forbidden"`}},
+			scenario{name: rt.name + "/other workspace", status: 404, contains: []string{`"code":"not_found"`}},
 			scenario{name: rt.name + "/allowed", status: rt.okStatus, contains: []string{`"error":false`}},
 		)
 		// write only: :write does not imply :read.
@@ -83,8 +83,10 @@ func TestManagementCredentialMatrix(t *testing.T) {
 		switch rt.name {
 		case "list": // the allowlist narrows the list instead
 			cases = append(cases, scenario{name: rt.name + "/outside the allowlist", status: 200, contains: []string{w.p2.ID}, notContains: []string{w.p1.ID, w.restricted.ID}})
-		default:
+		case "create": // the workspace is visible; a project-restricted token may not create
 			cases = append(cases, scenario{name: rt.name + "/outside the allowlist", status: 403, contains: []string{`"code":"forbidden"`}})
+		default:
+			cases = append(cases, scenario{name: rt.name + "/outside the allowlist", status: 404, contains: []string{`"code":"not_found"`}})
 		}
 	}
 	for i, sc := range cases {
@@ -110,17 +112,17 @@ func TestManagementAccessRules(t *testing.T) {
 	member := bearer(w.tokens["member read"])
 	for _, sc := range []scenario{
 		{name: "member reads an inherited project", method: "GET", url: "/management/v1/projects/" + w.p1.ID, auth: member, status: 200},
-		{name: "member cannot read a restricted project", method: "GET", url: "/management/v1/projects/" + w.restricted.ID, auth: member, status: 403, contains: []string{"restricted"}},
+		{name: "member cannot see a restricted project", method: "GET", url: "/management/v1/projects/" + w.restricted.ID, auth: member, status: 404, contains: []string{`"message":"project not found"`}},
 		{name: "member list hides restricted projects", method: "GET", url: "/management/v1/projects?workspace_id=" + w.ws.ID, auth: member, status: 200, contains: []string{w.p1.ID}, notContains: []string{w.restricted.ID}},
 		{name: "owner list shows restricted projects", method: "GET", url: "/management/v1/projects?workspace_id=" + w.ws.ID, auth: all, status: 200, contains: []string{w.restricted.ID}, notContains: []string{w.foreign.ID}},
 		{name: "list without workspace_id", method: "GET", url: "/management/v1/projects", auth: all, status: 400, contains: []string{"workspace_id", `"code":"validation_failed"`}},
-		{name: "list of another workspace", method: "GET", url: "/management/v1/projects?workspace_id=" + w.otherWS.ID, auth: all, status: 403},
+		{name: "list of another workspace", method: "GET", url: "/management/v1/projects?workspace_id=" + w.otherWS.ID, auth: all, status: 404, contains: []string{`"message":"workspace not found"`}},
 		{name: "list bad limit", method: "GET", url: "/management/v1/projects?limit=500&workspace_id=" + w.ws.ID, auth: all, status: 400, contains: []string{`"field":"limit"`}},
 		{name: "list bad cursor", method: "GET", url: "/management/v1/projects?cursor=%21%21&workspace_id=" + w.ws.ID, auth: all, status: 400, contains: []string{`"field":"cursor"`}},
 		{name: "read unknown project", method: "GET", url: "/management/v1/projects/prj_01M7Z3K4RZF6A5ZVKG1EEG6WZZ", auth: all, status: 404, contains: []string{`"code":"not_found"`}},
-		{name: "restricted token learns nothing of unknown ids", method: "GET", url: "/management/v1/projects/prj_nope", auth: bearer(w.tokens["outside the allowlist"]), status: 403},
+		{name: "restricted token learns nothing of unknown ids", method: "GET", url: "/management/v1/projects/prj_nope", auth: bearer(w.tokens["outside the allowlist"]), status: 404, contains: []string{`"message":"project not found"`}},
 		{name: "create without workspace", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"name": "x"}, status: 400, contains: []string{`"field":"workspace_id"`}},
-		{name: "create in another workspace", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"name": "x", "workspace_id": w.otherWS.ID}, status: 403},
+		{name: "create in another workspace", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"name": "x", "workspace_id": w.otherWS.ID}, status: 404},
 		{name: "create without name", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"workspace_id": w.ws.ID}, status: 400, contains: []string{`"field":"name"`}},
 		{name: "create bad access mode", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"workspace_id": w.ws.ID, "name": "x", "access_mode": "public"}, status: 400, contains: []string{`"field":"access_mode"`}},
 		{name: "create unknown field", method: "POST", url: "/management/v1/projects", auth: all, body: map[string]any{"workspace_id": w.ws.ID, "name": "x", "owner": "me"}, status: 400, contains: []string{`"field":"owner"`}},

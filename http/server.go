@@ -312,6 +312,11 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		var pid string
 		if pid, err = s.store.ResourceProject(rt.kind, c.params.ByName("id")); err == nil {
 			c.project, err = s.auth.Project(c.p, pid, write)
+			if store.IsCode(err, store.CodeNotFound) {
+				// A resource of a project the caller may not see answers what an unknown
+				// id of this kind answers, byte for byte.
+				err = store.NotFound(rt.kind.Name)
+			}
 		}
 	}
 	return err

@@ -17,7 +17,7 @@ import (
 func (s *Server) registerDiscoveryRoutes(m *mux) {
 	const p = "/api/v1/discovery-sessions"
 	st := s.store
-	m.handle(http.MethodGet, p, route{auth: authSession, target: targetProjectQuery}, listH(func(pid string, q url.Values, pg store.Page) ([]store.DiscoverySession, string, error) {
+	m.handle(http.MethodGet, p, route{auth: authSession, target: targetProjectQuery}, listH(s, func(pid string, q url.Values, pg store.Page) ([]store.DiscoverySession, string, error) {
 		return st.ListDiscovery(pid, q.Get("state"), pg)
 	}))
 	m.handle(http.MethodPost, p, route{auth: authSession, body: true}, s.handleOpenDiscovery)

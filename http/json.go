@@ -168,20 +168,3 @@ func ifMatch(r *http.Request) (int, error) {
 	}
 	return n, nil
 }
-
-// pageParams reads limit (default 50, 1..200) and cursor.
-func pageParams(r *http.Request) (store.Page, error) {
-	q := r.URL.Query()
-	p := store.Page{Limit: 50, Cursor: q.Get("cursor")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 200 {
-			return p, store.Invalid(store.FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
-		}
-		p.Limit = n
-	}
-	if _, err := store.DecodeCursor(p.Cursor); err != nil {
-		return p, err
-	}
-	return p, nil
-}

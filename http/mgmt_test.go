@@ -1,6 +1,7 @@
 package http
 
 import (
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -233,5 +234,59 @@ func TestLastUsedIsBatched(t *testing.T) {
 	r = h.do("GET", "/api/v1/management-tokens", bearer(w.ownerSes), nil)
 	if !strings.Contains(r.body, `"last_used_at":"2026-11-21T14:00:00Z"`) {
 		t.Fatalf("last_used_at missing after flush: %s", r.body)
+	}
+}
+
+// TestListCursorsAreBoundToTheirList: a cursor works only on the list that issued it (the
+// same path below the API root and the same query parameters but limit); anything else,
+// including an empty limit or cursor, is a 400 naming the parameter.
+func TestListCursorsAreBoundToTheirList(t *testing.T) {
+	h, w, all, _ := newResourceHarness(t)
+	for _, p := range []string{w.p1.ID, w.p2.ID} {
+		for _, key := range []string{"m1", "m2"} {
+			h.created(all, "/management/v1/models", map[string]any{"project_id": p, "key": key})
+		}
+	}
+	mg := "/management/v1"
+	cursorOf := func(url string) string {
+		t.Helper()
+		r := h.do("GET", url, all, nil)
+		if r.status != 200 || r.env.NextCursor == "" {
+			t.Fatalf("%s: %d %s", url, r.status, r.body)
+		}
+		return r.env.NextCursor
+	}
+	projects := cursorOf(mg + "/projects?limit=1&workspace_id=" + w.ws.ID)
+	models1 := cursorOf(mg + "/models?limit=1&project_id=" + w.p1.ID)
+	active1 := cursorOf(mg + "/models?limit=1&status=active&project_id=" + w.p1.ID)
+	tampered := []byte(models1)
+	tampered[len(tampered)-1] ^= 1
+	if tampered[len(tampered)-1] == models1[len(models1)-1] {
+		t.Fatal("tampering failed")
+	}
+	// The old format (base64 of a bare id) must no longer be accepted.
+	bare := base64.RawURLEncoding.EncodeToString([]byte(w.p1.ID))
+	bad := []string{`"field":"cursor"`, `"code":"validation_failed"`}
+	for _, sc := range []scenario{
+		{name: "same list", url: mg + "/models?limit=1&project_id=" + w.p1.ID + "&cursor=" + models1, status: 200},
+		{name: "same list, other limit", url: mg + "/models?limit=5&project_id=" + w.p1.ID + "&cursor=" + models1, status: 200},
+		{name: "same list, other root", url: "/api/v1/models?project_id=" + w.p1.ID + "&cursor=" + models1, auth: bearer(w.ownerSes), status: 200},
+		{name: "same list, parameters reordered", url: mg + "/models?project_id=" + w.p1.ID + "&status=active&limit=1&cursor=" + active1, status: 200},
+		{name: "another project", url: mg + "/models?limit=1&project_id=" + w.p2.ID + "&cursor=" + models1, status: 400, contains: bad},
+		{name: "another filter", url: mg + "/models?limit=1&project_id=" + w.p1.ID + "&cursor=" + active1, status: 400, contains: bad},
+		{name: "another route", url: mg + "/warehouses?project_id=" + w.p1.ID + "&cursor=" + models1, status: 400, contains: bad},
+		{name: "another kind of list", url: mg + "/models?project_id=" + w.p1.ID + "&cursor=" + projects, status: 400, contains: bad},
+		{name: "tampered", url: mg + "/models?limit=1&project_id=" + w.p1.ID + "&cursor=" + string(tampered), status: 400, contains: bad},
+		{name: "made up", url: mg + "/projects?workspace_id=" + w.ws.ID + "&cursor=" + bare, status: 400, contains: bad},
+		{name: "garbage", url: mg + "/projects?workspace_id=" + w.ws.ID + "&cursor=%21%21", status: 400, contains: bad},
+		{name: "empty cursor", url: mg + "/projects?workspace_id=" + w.ws.ID + "&cursor=", status: 400, contains: bad},
+		{name: "empty limit", url: mg + "/projects?workspace_id=" + w.ws.ID + "&limit=", status: 400, contains: []string{`"field":"limit"`}},
+		{name: "zero limit", url: mg + "/models?project_id=" + w.p1.ID + "&limit=0", status: 400, contains: []string{`"field":"limit"`}},
+	} {
+		sc.method = "GET"
+		if sc.auth == "" {
+			sc.auth = all
+		}
+		t.Run(sc.name, func(t *testing.T) { h.run(t, sc) })
 	}
 }

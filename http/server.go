@@ -36,6 +36,7 @@ type Server struct {
 	records      *store.RecordStore
 	wsDiscover   bool
 	ingestURL    string
+	cursors      cursorCodec
 }
 
 // Config wires a Server.
@@ -58,6 +59,9 @@ type Config struct {
 	WSDiscover bool
 	// IngestURL is the ingest listener's address, for the OpenAPI documents.
 	IngestURL string
+	// CursorKey authenticates list cursors (derive it from the master key so cursors
+	// survive a restart); nil means a random key for this process.
+	CursorKey []byte
 }
 
 // NewServer returns a Server.
@@ -77,6 +81,7 @@ func NewServer(c Config) *Server {
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
 		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
+		cursors: newCursorCodec(c.CursorKey),
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"

@@ -155,16 +155,22 @@ func jsonKind(k string) string {
 	return "of another type"
 }
 
-// ifMatch returns the version an If-Match header names, 0 when absent or "*".
+// ifMatch returns the version an If-Match header names: 0 when absent or "*", and
+// store.IfMatchNever for a tag no version can match. RFC 9110 compares If-Match strongly,
+// so a weak tag (W/"3") never matches; a malformed value or a list of several tags is
+// treated alike (Lookout sends one strong ETag per resource). The store answers 412 with
+// the current version, so the error names what to send instead.
 func ifMatch(r *http.Request) (int, error) {
 	v := strings.TrimSpace(r.Header.Get("If-Match"))
 	if v == "" || v == "*" {
 		return 0, nil
 	}
-	v = strings.TrimPrefix(v, "W/")
-	n, err := strconv.Atoi(strings.Trim(v, `"`))
-	if err != nil || n < 1 {
-		return 0, errf(store.CodePreconditionFailed, "If-Match must be an ETag this server sent, such as \"3\"")
+	if len(v) < 3 || v[0] != '"' || v[len(v)-1] != '"' {
+		return store.IfMatchNever, nil // weak (W/"3"), unquoted or a list
+	}
+	n, err := strconv.Atoi(v[1 : len(v)-1])
+	if err != nil || n < 1 || strconv.Itoa(n) != v[1:len(v)-1] {
+		return store.IfMatchNever, nil
 	}
 	return n, nil
 }

@@ -290,3 +290,44 @@ func TestListCursorsAreBoundToTheirList(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) { h.run(t, sc) })
 	}
 }
+
+// TestIfMatchIsStrong: If-Match uses RFC 9110's strong comparison, so a weak tag never
+// matches, even one naming the current version; the 412 names the current version, and
+// a refused write changes nothing.
+func TestIfMatchIsStrong(t *testing.T) {
+	h, w, all, f := newResourceHarness(t)
+	for _, target := range []struct{ url, body string }{
+		{"/management/v1/projects/" + w.p1.ID, `{"description":"x"}`},
+		{"/management/v1/models/" + f.model, `{"description":"x"}`},
+	} {
+		for _, tc := range []struct {
+			ifMatch  string
+			status   int
+			contains string
+		}{
+			{`W/"1"`, 412, `such as \"1\"`},
+			{`w/"1"`, 412, `such as \"1\"`},
+			{`"01"`, 412, `such as \"1\"`},
+			{`"1", "2"`, 412, `such as \"1\"`},
+			{`1`, 412, `such as \"1\"`},
+			{`"garbage"`, 412, `such as \"1\"`},
+			{`"2"`, 412, `it is at version 1 (ETag \"1\"), not 2`},
+		} {
+			t.Run(target.url+" "+tc.ifMatch, func(t *testing.T) {
+				before := h.do("GET", target.url, all, nil)
+				r := h.do("PUT", target.url, all, target.body, "If-Match", tc.ifMatch)
+				if r.status != tc.status || r.env.Code != "precondition_failed" || !strings.Contains(r.body, tc.contains) {
+					t.Fatalf("If-Match %s: %d %s", tc.ifMatch, r.status, r.body)
+				}
+				if after := h.do("GET", target.url, all, nil); after.body != before.body {
+					t.Fatalf("a 412 changed the resource:\n%s\n%s", before.body, after.body)
+				}
+			})
+		}
+	}
+	// The strong form of the same version matches.
+	h.run(t, scenario{method: "GET", url: "/management/v1/projects/" + w.p1.ID, auth: all, status: 200, contains: []string{`"version":1`}})
+	if r := h.do("PUT", "/management/v1/projects/"+w.p1.ID, all, `{"description":"y"}`, "If-Match", `"1"`); r.status != 200 {
+		t.Fatalf("strong match: %d %s", r.status, r.body)
+	}
+}

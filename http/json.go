@@ -99,6 +99,9 @@ func decodeJSON(body []byte, v any) error {
 	if trimmed[0] != '{' {
 		return errf(store.CodeInvalidJSON, "request body must be a JSON object")
 	}
+	if err := checkDuplicateKeys(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

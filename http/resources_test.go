@@ -749,3 +749,73 @@ func TestHiddenIsNotFound(t *testing.T) {
 	h.run(t, scenario{method: "PUT", url: "/api/v1/models/" + f.model, auth: bearer(w.memberSes), body: map[string]any{"description": "x"}, status: 403})
 	h.run(t, scenario{method: "GET", url: "/management/v1/models/" + foreign.model, auth: h.token(w, []string{"security:read"}), status: 403})
 }
+
+// TestNamesAndBodiesAreClean: a body that repeats a key (at any depth) and a name with a
+// control character are 400s that name the field and change nothing; descriptions may
+// hold line breaks and tabs but no other control character.
+func TestNamesAndBodiesAreClean(t *testing.T) {
+	h, w, all, f := newResourceHarness(t)
+	p := w.p1.ID
+	mg := "/management/v1"
+	owner := bearer(w.ownerSes)
+	type create struct {
+		url, authz string
+		body       func(name string) map[string]any
+	}
+	creates := []create{
+		{mg + "/projects", all, func(n string) map[string]any { return map[string]any{"workspace_id": w.ws.ID, "name": n} }},
+		{mg + "/models", all, func(n string) map[string]any { return map[string]any{"project_id": p, "key": "named", "name": n} }},
+		{mg + "/warehouses", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "type": "postgres", "config": map[string]any{"host": "h", "database": "d"}, "credential_id": f.credential}
+		}},
+		{mg + "/warehouse-credentials", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "type": "token", "secret": "abcdefgh"}
+		}},
+		{mg + "/ingest-clients", all, func(n string) map[string]any { return map[string]any{"project_id": p, "name": n} }},
+		{mg + "/query-clients", all, func(n string) map[string]any { return map[string]any{"project_id": p, "name": n} }},
+		{mg + "/runtime-api-keys", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "kind": "ingest", "client_id": f.ingest}
+		}},
+		{mg + "/analytics-apis", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "key": "named", "name": n, "model_key": "orders", "query": map[string]any{}}
+		}},
+		{mg + "/client-cas", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "certificate_pem": f.caPEM}
+		}},
+		{"/api/v1/workspaces", owner, func(n string) map[string]any { return map[string]any{"name": n} }},
+		{"/api/v1/workspaces/" + w.ws.ID + "/members", owner, func(n string) map[string]any {
+			return map[string]any{"email": "named@example.com", "name": n, "password": "correct horse battery", "role": "member"}
+		}},
+		{"/api/v1/management-tokens", owner, func(n string) map[string]any {
+			return map[string]any{"name": n, "workspace_id": w.ws.ID, "scopes": []string{"models:read"}}
+		}},
+	}
+	models := func() string { return h.do("GET", mg+"/models?project_id="+p, all, nil).body }
+	before := models()
+	for _, c := range creates {
+		for _, bad := range []string{"a\x00b", "tab\there", "line\nbreak", "esc\x1b[31m", "del\x7f", "c1\u0085inside"} {
+			t.Run(c.url+" "+strings.TrimSpace(fmt.Sprintf("%q", bad)), func(t *testing.T) {
+				h.run(t, scenario{method: "POST", url: c.url, auth: c.authz, body: c.body(bad), status: 400, contains: []string{`"field":"name"`, "control characters"}})
+			})
+		}
+	}
+	for _, sc := range []scenario{
+		{name: "duplicate top-level key", method: "POST", url: mg + "/projects", auth: all, body: `{"workspace_id":"` + w.ws.ID + `","name":"a","name":"b"}`, status: 400, contains: []string{`"code":"invalid_json"`, `"field":"name"`, "appears twice"}},
+		{name: "duplicate access key", method: "POST", url: mg + "/models", auth: all, body: `{"project_id":"` + p + `","key":"k","project_id":"` + w.p2.ID + `"}`, status: 400, contains: []string{`"field":"project_id"`}},
+		{name: "duplicate nested key", method: "POST", url: mg + "/models", auth: all, body: `{"project_id":"` + p + `","key":"k","fields":[{"name":"a","type":"string"},{"name":"b","type":"string","type":"integer"}]}`, status: 400, contains: []string{`"field":"fields[1].type"`}},
+		{name: "duplicate escaped key", method: "PUT", url: mg + "/models/" + f.model, auth: all, body: `{"description":"a","descr\u0069ption":"b"}`, status: 400, contains: []string{`"field":"description"`}},
+		{name: "duplicate on the console", method: "POST", url: "/api/v1/workspaces", auth: owner, body: `{"name":"a","name":"b"}`, status: 400, contains: []string{`"field":"name"`}},
+		{name: "description with a carriage return", method: "PUT", url: mg + "/models/" + f.model, auth: all, body: map[string]any{"description": "a\rb"}, status: 400, contains: []string{`"field":"description"`}},
+		{name: "description with an escape", method: "PUT", url: mg + "/projects/" + p, auth: all, body: map[string]any{"description": "\x1b[2J"}, status: 400, contains: []string{`"field":"description"`}},
+		{name: "field description with a bell", method: "PUT", url: mg + "/analytics-apis/" + f.api, auth: all, body: map[string]any{"description": "ding\a"}, status: 400, contains: []string{`"field":"description"`}},
+	} {
+		t.Run(sc.name, func(t *testing.T) { h.run(t, sc) })
+	}
+	if after := models(); after != before {
+		t.Fatalf("refused requests changed the models:\n%s\n%s", before, after)
+	}
+	// Surrounding white space is trimmed from names, a trailing newline included.
+	h.run(t, scenario{method: "POST", url: mg + "/ingest-clients", auth: all, body: map[string]any{"project_id": p, "name": " web\n"}, status: 201, contains: []string{`"name":"web"`}})
+	// Line breaks and tabs are fine in descriptions; any printable text is fine in names.
+	h.run(t, scenario{method: "PUT", url: mg + "/models/" + f.model, auth: all, body: map[string]any{"name": "Orders — ünïcode ✓", "description": "line one\nline two\tindented"}, status: 200})
+}

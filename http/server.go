@@ -331,6 +331,11 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 // before the handler decodes the whole body. present is false when the body lacks the
 // field; a field that is present must be a non-empty string.
 func bodyField(body []byte, field string) (v string, present bool, err error) {
+	// Access is decided from this field: a body that names it twice is refused before
+	// anyone can disagree about which one counts.
+	if err := checkDuplicateKeys(body); err != nil {
+		return "", false, err
+	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
 		if len(body) > 0 && body[0] != '{' {

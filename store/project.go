@@ -47,9 +47,13 @@ func (in ProjectInput) Validate(create bool) error {
 		}
 	} else if n := strings.TrimSpace(*in.Name); n == "" || utf8.RuneCountInString(n) > 200 {
 		f.add("name", "must be 1 to 200 characters")
+	} else {
+		f.name("name", n) // surrounding white space (a trailing newline too) is trimmed
 	}
 	if in.Description != nil && utf8.RuneCountInString(*in.Description) > 2000 {
 		f.add("description", "must be at most 2000 characters")
+	} else if in.Description != nil {
+		f.text("description", *in.Description)
 	}
 	if in.AccessMode != nil && *in.AccessMode != AccessInherited && *in.AccessMode != AccessRestricted {
 		f.add("access_mode", "must be inherited or restricted")

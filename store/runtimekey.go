@@ -76,6 +76,7 @@ func (k *runtimeKeyRecord) validate(tx *bolt.Tx, now time.Time, expiresChanged b
 	if n := utf8.RuneCountInString(k.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", k.Name)
 	if k.Kind != ClientIngest && k.Kind != ClientQuery {
 		f.add("kind", "must be ingest or query")
 		return f.err()

@@ -90,7 +90,7 @@ func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, err
 				return nil, err
 			}
 			if c.Kind != req.Kind {
-				kindErr = forbidden("a %s client cannot be used for %s", c.Kind, req.Kind)
+				kindErr = forbidden("%s cannot be used for %s", store.WithArticle(c.Kind+" client"), req.Kind)
 			}
 			proven[store.MethodJWT] = true
 			if err := name(c); err != nil {

@@ -4,6 +4,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -338,10 +339,10 @@ func bodyField(body []byte, field string) (v string, present bool, err error) {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
-		if len(body) > 0 && body[0] != '{' {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' {
 			return "", false, errf(store.CodeInvalidJSON, "request body must be a JSON object")
 		}
-		return "", false, jsonError(err)
+		return "", false, jsonErrorIn(err, body, nil)
 	}
 	raw, ok := probe[field]
 	switch {

@@ -83,7 +83,7 @@ func (k *runtimeKeyRecord) validate(tx *bolt.Tx, now time.Time, expiresChanged b
 	}
 	c, err := getInProject[clientRecord](tx, clientKind(k.Kind), k.ProjectID, k.ClientID)
 	if err != nil {
-		f.add("client_id", "is not a %s client of this project", k.Kind)
+		f.add("client_id", "is not %s of this project", WithArticle(clientKind(k.Kind).Name))
 		return f.err()
 	}
 	seen := map[string]bool{}

@@ -423,3 +423,11 @@ func TestCheckFindsBrokenIndexes(t *testing.T) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
+
+func TestWithArticle(t *testing.T) {
+	for in, want := range map[string]string{"ingest client": "an ingest client", "query client": "a query client", "Analytics API": "an Analytics API"} {
+		if got := WithArticle(in); got != want {
+			t.Errorf("WithArticle(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

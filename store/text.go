@@ -1,8 +1,19 @@
 package store
 
+import "strings"
+
 // Display text (names, descriptions) is shown in the console, in logs and in terminals: a
 // control character there hides text, moves the cursor or forges log lines. Names are one
 // line of printable text; descriptions may also hold line breaks (\n) and tabs.
+
+// WithArticle puts "a" or "an" before a noun phrase for a message: "an ingest client",
+// "a query client".
+func WithArticle(s string) string {
+	if s != "" && strings.ContainsRune("aeiouAEIOU", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
+}
 
 // controlIn returns the first C0 or C1 control character or DEL in s, except those
 // allowed, and whether there was one.

@@ -63,7 +63,9 @@ func (c cursorCodec) seal(list, after string) string {
 // open returns the id a cursor resumes after, or a validation_failed error naming the
 // cursor when it was not issued by this server for this list.
 func (c cursorCodec) open(list, cursor string) (string, error) {
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	// Strict: one cursor has one spelling (the lax decoder ignores stray low bits in the
+	// last character, which would let two spellings name the same cursor).
+	b, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(b) < 1+cursorMACSize+1 || len(b) > 1+cursorMACSize+maxCursorID || b[0] != cursorVersion {
 		return "", errBadCursor()
 	}

@@ -240,6 +240,7 @@ func (m *Main) Open() (err error) {
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
+		CursorKey: sealer.DeriveKey("list-cursor"),
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")

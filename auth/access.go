@@ -19,17 +19,20 @@ func RequireScope(p *Principal, scope string) error {
 }
 
 // Workspace checks that the caller may act in a workspace (write: change it) and returns
-// their role. A token only works in its own workspace. Returns forbidden.
+// their role. A workspace the caller may not see (another workspace than the token's, one
+// the user is not a member of) answers not_found exactly like an id that does not exist, so
+// ids cannot be probed; a member who may see it but not change it gets forbidden.
+// Returns not_found, forbidden.
 func (s *Service) Workspace(p *Principal, wsID string, write bool) (string, error) {
 	role := p.Role
 	if p.Token != nil {
 		if wsID != p.Token.WorkspaceID {
-			return "", forbidden("the Management Token belongs to another workspace")
+			return "", store.NotFound("workspace")
 		}
 	} else {
 		m, err := s.store.Membership(wsID, p.UserID)
 		if store.IsCode(err, store.CodeNotFound) {
-			return "", forbidden("you are not a member of this workspace")
+			return "", store.NotFound("workspace")
 		}
 		if err != nil {
 			return "", err
@@ -42,25 +45,30 @@ func (s *Service) Workspace(p *Principal, wsID string, write bool) (string, erro
 	return role, nil
 }
 
-// Project checks that the caller may act on a project and returns it. For a token the
-// allowlist is checked first, before the project is even read, so a restricted token
-// learns nothing of other projects. Returns forbidden, not_found.
+// Project checks that the caller may act on a project and returns it. A project the caller
+// may not see (outside the token's allowlist or workspace, in a workspace the user is not a
+// member of, restricted and not listing the user) answers exactly what an unknown id
+// answers, not_found "project not found", so nobody learns which ids exist elsewhere. The
+// allowlist is checked before the project is read, so a restricted token does not even
+// touch other projects. forbidden is kept for a project the caller may see but not change.
+// Returns not_found, forbidden.
 func (s *Service) Project(p *Principal, projectID string, write bool) (store.Project, error) {
+	hidden := store.NotFound("project")
 	if t := p.Token; t != nil && t.Restricted() && !contains(t.ProjectIDs, projectID) {
-		return store.Project{}, forbidden("the project is outside the Management Token's project allowlist")
+		return store.Project{}, hidden
 	}
 	a, err := s.store.ProjectAccessFor(projectID, p.UserID)
 	if err != nil {
 		return store.Project{}, err
 	}
 	if p.Token != nil && a.Project.WorkspaceID != p.Token.WorkspaceID {
-		return store.Project{}, forbidden("the Management Token belongs to another workspace")
+		return store.Project{}, hidden
 	}
 	if a.Role == "" {
-		return store.Project{}, forbidden("you are not a member of this project's workspace")
+		return store.Project{}, hidden
 	}
 	if a.Project.AccessMode == store.AccessRestricted && !store.CanWrite(a.Role) && !a.Listed {
-		return store.Project{}, forbidden("this project is restricted to its listed members")
+		return store.Project{}, hidden
 	}
 	if write && !store.CanWrite(a.Role) {
 		return store.Project{}, forbidden("only workspace owners and admins may change this")

@@ -95,7 +95,7 @@ func (s *Service) AuthenticateRuntime(req RuntimeRequest) (*RuntimeIdentity, err
 				return nil, err
 			}
 			if c.client.Kind != req.Kind {
-				kindErr = forbidden("a %s client cannot be used for %s", c.client.Kind, req.Kind)
+				kindErr = forbidden("%s cannot be used for %s", store.WithArticle(c.client.Kind+" client"), req.Kind)
 			}
 			proven[store.MethodJWT] = true
 			if err := name(c); err != nil {

@@ -61,8 +61,9 @@ func TestConsoleSessionMatrix(t *testing.T) {
 		{"signed out", bearer(loggedOut), nil},
 		{"management token on console", bearer(w.tokens["allowed"]), nil},
 		{"owner", bearer(w.ownerSes), map[string]int{"me": 200, "workspaces": 200, "members": 200, "add member": 201, "list projects": 200, "create project": 201, "read project": 200, "update project": 200, "read restricted": 200, "tokens": 200}},
-		{"member", bearer(w.memberSes), map[string]int{"me": 200, "workspaces": 200, "members": 200, "add member": 403, "list projects": 200, "create project": 403, "read project": 200, "update project": 403, "read restricted": 403, "tokens": 200}},
-		{"stranger", bearer(w.strangerSes), map[string]int{"me": 200, "workspaces": 200, "members": 403, "add member": 403, "list projects": 403, "create project": 403, "read project": 403, "update project": 403, "read restricted": 403, "tokens": 200}},
+		{"member", bearer(w.memberSes), map[string]int{"me": 200, "workspaces": 200, "members": 200, "add member": 403, "list projects": 200, "create project": 403, "read project": 200, "update project": 403, "read restricted": 404, "tokens": 200}},
+		// What a caller may not see answers 404, as if it did not exist.
+		{"stranger", bearer(w.strangerSes), map[string]int{"me": 200, "workspaces": 200, "members": 404, "add member": 404, "list projects": 404, "create project": 404, "read project": 404, "update project": 404, "read restricted": 404, "tokens": 200}},
 	}
 	routes := []struct {
 		name, method, url string

@@ -17,7 +17,7 @@ import (
 func (s *Server) registerDiscoveryRoutes(m *mux) {
 	const p = "/api/v1/discovery-sessions"
 	st := s.store
-	m.handle(http.MethodGet, p, route{auth: authSession, target: targetProjectQuery}, listH(func(pid string, q url.Values, pg store.Page) ([]store.DiscoverySession, string, error) {
+	m.handle(http.MethodGet, p, route{auth: authSession, target: targetProjectQuery}, listH(s, func(pid string, q url.Values, pg store.Page) ([]store.DiscoverySession, string, error) {
 		return st.ListDiscovery(pid, q.Get("state"), pg)
 	}))
 	m.handle(http.MethodPost, p, route{auth: authSession, body: true}, s.handleOpenDiscovery)
@@ -39,13 +39,14 @@ func (s *Server) handleOpenDiscovery(w http.ResponseWriter, r *http.Request, c *
 		return store.Invalid(store.FieldError{Field: "ingest_client_id", Message: "is required"})
 	}
 	pid, err := s.store.ResourceProject(store.KindIngest, in.IngestClientID)
+	if err == nil {
+		_, err = s.auth.Project(c.p, pid, true)
+	}
 	if store.IsCode(err, store.CodeNotFound) {
+		// Unknown, or in a project the caller may not see: the same answer either way.
 		return store.Invalid(store.FieldError{Field: "ingest_client_id", Message: "is not an ingest client"})
 	}
 	if err != nil {
-		return err
-	}
-	if _, err := s.auth.Project(c.p, pid, true); err != nil {
 		return err
 	}
 	d, err := s.store.OpenDiscovery(pid, in)

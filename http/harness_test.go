@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,9 +104,20 @@ type response struct {
 }
 
 // do sends a request; body may be nil, a string (sent as is) or a value (JSON-encoded).
-// authz is the whole Authorization header value ("" for none).
+// authz is the whole Authorization header value ("" for none). It fails the test on a
+// transport error, so call it only from the test's goroutine; other goroutines use try.
 func (h *harness) do(method, path, authz string, body any, hdr ...string) *response {
 	h.t.Helper()
+	r, err := h.try(method, path, authz, body, hdr...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do that returns its failure instead of failing the test: safe from any goroutine
+// (t.Fatal must only be called from the test's own goroutine).
+func (h *harness) try(method, path, authz string, body any, hdr ...string) (*response, error) {
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -117,7 +129,7 @@ func (h *harness) do(method, path, authz string, body any, hdr ...string) *respo
 	}
 	req, err := http.NewRequest(method, h.url+path, rd)
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -130,17 +142,17 @@ func (h *harness) do(method, path, authz string, body any, hdr ...string) *respo
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	r := &response{status: resp.StatusCode, header: resp.Header, body: string(raw)}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(raw, &r.env); err != nil {
-			h.t.Fatalf("%s %s: body is not JSON: %q", method, path, raw)
+			return nil, fmt.Errorf("%s %s: body is not JSON: %q", method, path, raw)
 		}
 	}
-	return r
+	return r, nil
 }
 
 // data decodes the envelope's data into v.

@@ -78,6 +78,15 @@ type ingestReq struct {
 
 func (h *harness) runtime(rq ingestReq) *response {
 	h.t.Helper()
+	r, err := h.tryRuntime(rq)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r
+}
+
+// tryRuntime is runtime that returns its failure: safe from any goroutine.
+func (h *harness) tryRuntime(rq ingestReq) (*response, error) {
 	if rq.method == "" {
 		rq.method = "POST"
 	}
@@ -99,7 +108,7 @@ func (h *harness) runtime(rq ingestReq) *response {
 	}
 	resp, err := (&http.Client{Transport: tr}).Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
@@ -107,7 +116,7 @@ func (h *harness) runtime(rq ingestReq) *response {
 	if len(raw) > 0 {
 		json.Unmarshal(raw, &r.env)
 	}
-	return r
+	return r, nil
 }
 
 type runtimeWorld struct {
@@ -435,11 +444,20 @@ func TestIdempotencyAndQuotas(t *testing.T) {
 	key["Idempotency-Key"] = "order-batch-2"
 	var wg sync.WaitGroup
 	answers := make([]*response, 6)
+	errs := make([]error, len(answers))
 	for i := range answers {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); answers[i] = rw.runtime(ingestReq{body: oneRecord, header: key}) }(i)
+		go func(i int) {
+			defer wg.Done()
+			answers[i], errs[i] = rw.tryRuntime(ingestReq{body: oneRecord, header: key})
+		}(i)
 	}
 	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	var ok string
 	for _, a := range answers {
 		switch {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -99,10 +101,13 @@ func decodeJSON(body []byte, v any) error {
 	if trimmed[0] != '{' {
 		return errf(store.CodeInvalidJSON, "request body must be a JSON object")
 	}
+	if err := checkDuplicateKeys(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return jsonErrorIn(err, body, v)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errf(store.CodeInvalidJSON, "unexpected data after the JSON object")
@@ -110,31 +115,130 @@ func decodeJSON(body []byte, v any) error {
 	return nil
 }
 
-// jsonError turns an encoding/json error into an application error without leaking Go
-// type names.
-func jsonError(err error) error {
+// jsonError turns an encoding/json error into an application error in plain words: no Go
+// type names, no decoder wording ("invalid character … looking for beginning of value").
+func jsonError(err error) error { return jsonErrorIn(err, nil, nil) }
+
+// jsonErrorIn is jsonError with the body (to say where a syntax error is, by line and
+// column) and the value being decoded (to name the field of a bad timestamp); either may
+// be nil.
+func jsonErrorIn(err error, body []byte, v any) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return errf(store.CodeInvalidJSON, "invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+		return errf(store.CodeInvalidJSON, "%s", syntaxMessage(syn, body))
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		return errf(store.CodeInvalidJSON, "invalid JSON: the body ends too early")
+		return errf(store.CodeInvalidJSON, "invalid JSON: the body ends too early (an object, array or string is not closed)")
 	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "(body)"
+		if typ.Field == "" {
+			return errf(store.CodeInvalidJSON, "request body must be a JSON object")
 		}
-		return store.Invalid(store.FieldError{Field: field, Message: "must be " + jsonKind(typ.Type.Kind().String())})
+		return store.Invalid(store.FieldError{Field: typ.Field, Message: "must be " + jsonKind(typ.Type.Kind().String())})
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 		return store.Invalid(store.FieldError{Field: name, Message: "is not a known field"})
 	}
 	var pe *time.ParseError
-	if errors.As(err, &pe) {
-		return store.Invalid(store.FieldError{Field: "(timestamp)", Message: "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"})
+	if errors.As(err, &pe) || strings.HasPrefix(err.Error(), "Time.UnmarshalJSON") {
+		const msg = "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"
+		if field := badTimeField(body, v); field != "" {
+			return store.Invalid(store.FieldError{Field: field, Message: msg})
+		}
+		return errf(store.CodeValidation, "a timestamp in the request body %s", msg)
 	}
 	return errf(store.CodeInvalidJSON, "invalid JSON")
+}
+
+// syntaxMessage says in plain words where a body stops being JSON and what was expected.
+func syntaxMessage(syn *json.SyntaxError, body []byte) string {
+	where := "at byte " + strconv.FormatInt(syn.Offset, 10)
+	found := ""
+	if off := int(syn.Offset); body != nil && off >= 1 && off <= len(body) {
+		line, col := 1, 1
+		for _, c := range body[:off-1] {
+			if c == '\n' {
+				line, col = line+1, 1
+			} else {
+				col++
+			}
+		}
+		where = "at line " + strconv.Itoa(line) + ", column " + strconv.Itoa(col)
+		c := body[off-1]
+		switch {
+		case c < 0x20 || c == 0x7f:
+			found = fmt.Sprintf("a control character (U+%04X)", c)
+		case c < 0x80:
+			found = strconv.QuoteRune(rune(c))
+		default:
+			found = "a non-ASCII character"
+		}
+	}
+	// encoding/json's messages end with what it was reading; say the same in plain words.
+	msg := syn.Error()
+	expected := "the body is not valid JSON"
+	for _, m := range []struct{ suffix, plain string }{
+		{"looking for beginning of value", "expected a value (a string, number, object, array, true, false or null)"},
+		{"looking for beginning of object key string", "expected a key in double quotes"},
+		{"after object key:value pair", `expected "," or "}" after a value`},
+		{"after object key", `expected ":" after a key`},
+		{"after array element", `expected "," or "]" after an element`},
+		{"in string literal", "control characters must be escaped inside strings"},
+		{"in string escape code", `expected a valid escape such as \n or \" in a string`},
+		{"in \\u hexadecimal character escape", `expected four hex digits after \u`},
+		{"in numeric literal", "the number is malformed"},
+		{"after top-level value", "unexpected data after the JSON object"},
+		{"unexpected end of JSON input", "the body ends too early"},
+	} {
+		if strings.Contains(msg, m.suffix) {
+			expected = m.plain
+			break
+		}
+	}
+	if strings.Contains(msg, "in literal ") {
+		expected = "expected true, false or null"
+	}
+	if found != "" {
+		return "invalid JSON " + where + ": found " + found + "; " + expected
+	}
+	return "invalid JSON " + where + ": " + expected
+}
+
+// badTimeField finds the top-level field of v (a pointer to a struct) whose timestamp in
+// body does not parse, so the error can name it. "" when it cannot tell.
+func badTimeField(body []byte, v any) string {
+	if body == nil || v == nil {
+		return ""
+	}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return ""
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(body, &probe) != nil {
+		return ""
+	}
+	timeType := reflect.TypeOf(time.Time{})
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if ft != timeType || name == "" || name == "-" {
+			continue
+		}
+		raw, ok := probe[name]
+		var tm time.Time
+		if ok && string(raw) != "null" && json.Unmarshal(raw, &tm) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 func jsonKind(k string) string {
@@ -155,33 +259,22 @@ func jsonKind(k string) string {
 	return "of another type"
 }
 
-// ifMatch returns the version an If-Match header names, 0 when absent or "*".
+// ifMatch returns the version an If-Match header names: 0 when absent or "*", and
+// store.IfMatchNever for a tag no version can match. RFC 9110 compares If-Match strongly,
+// so a weak tag (W/"3") never matches; a malformed value or a list of several tags is
+// treated alike (Lookout sends one strong ETag per resource). The store answers 412 with
+// the current version, so the error names what to send instead.
 func ifMatch(r *http.Request) (int, error) {
 	v := strings.TrimSpace(r.Header.Get("If-Match"))
 	if v == "" || v == "*" {
 		return 0, nil
 	}
-	v = strings.TrimPrefix(v, "W/")
-	n, err := strconv.Atoi(strings.Trim(v, `"`))
-	if err != nil || n < 1 {
-		return 0, errf(store.CodePreconditionFailed, "If-Match must be an ETag this server sent, such as \"3\"")
+	if len(v) < 3 || v[0] != '"' || v[len(v)-1] != '"' {
+		return store.IfMatchNever, nil // weak (W/"3"), unquoted or a list
+	}
+	n, err := strconv.Atoi(v[1 : len(v)-1])
+	if err != nil || n < 1 || strconv.Itoa(n) != v[1:len(v)-1] {
+		return store.IfMatchNever, nil
 	}
 	return n, nil
-}
-
-// pageParams reads limit (default 50, 1..200) and cursor.
-func pageParams(r *http.Request) (store.Page, error) {
-	q := r.URL.Query()
-	p := store.Page{Limit: 50, Cursor: q.Get("cursor")}
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 200 {
-			return p, store.Invalid(store.FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
-		}
-		p.Limit = n
-	}
-	if _, err := store.DecodeCursor(p.Cursor); err != nil {
-		return p, err
-	}
-	return p, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"lookout/store"
 )
@@ -90,4 +91,67 @@ func decodeRecord(t *testing.T, s string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestJSONErrorsAreInPlainWords: what a caller sees about a malformed or mistyped body is a
+// sentence naming the place or the field, never encoding/json's own wording, and never
+// the same words twice.
+func TestJSONErrorsAreInPlainWords(t *testing.T) {
+	type in struct {
+		Name      *string    `json:"name"`
+		ExpiresAt *time.Time `json:"expires_at"`
+		Tags      []string   `json:"tags"`
+	}
+	for _, tc := range []struct {
+		body     string
+		contains []string
+		field    string
+	}{
+		{`{"name":tru}`, []string{"line 1, column 12", "found '}'", "expected true, false or null"}, ""},
+		{`{"name":"a",}`, []string{"line 1, column 13", "expected a key in double quotes"}, ""},
+		{`{"name" "a"}`, []string{`expected ":" after a key`}, ""},
+		{`{"tags":["a" "b"]}`, []string{`expected "," or "]" after an element`}, ""},
+		{`{"name":"a" "tags":[]}`, []string{`expected "," or "}" after a value`}, ""},
+		{"{\"name\":\"a\x01\"}", []string{"a control character (U+0001)", "escaped inside strings"}, ""},
+		{"{\n  \"name\": nope\n}", []string{"line 2, column 12", "found 'o'"}, ""},
+		{`{"name":"x"`, []string{"ends too early"}, ""},
+		{`{"name":-}`, []string{"number is malformed"}, ""},
+		{`{"name":"\q"}`, []string{"valid escape"}, ""},
+		{`{"expires_at":"soon"}`, []string{"RFC 3339"}, "expires_at"},
+		{`{"expires_at":5}`, []string{"RFC 3339"}, "expires_at"},
+		{`{"tags":"a"}`, []string{"tags must be an array"}, "tags"},
+	} {
+		var v in
+		err := decodeJSON([]byte(tc.body), &v)
+		var e *store.Error
+		if !errors.As(err, &e) {
+			t.Errorf("%q: %v", tc.body, err)
+			continue
+		}
+		for _, c := range tc.contains {
+			if !strings.Contains(e.Message, c) {
+				t.Errorf("%q: message %q lacks %q", tc.body, e.Message, c)
+			}
+		}
+		for _, bad := range []string{"json:", "invalid character", "looking for", "unexpected EOF", "Go struct", "Go value", "literal", "UnmarshalJSON", "(body)", "(timestamp)"} {
+			if strings.Contains(e.Error(), bad) {
+				t.Errorf("%q: %q says %q", tc.body, e.Error(), bad)
+			}
+		}
+		if tc.field != "" && (len(e.Fields) != 1 || e.Fields[0].Field != tc.field) {
+			t.Errorf("%q: fields %+v, want %s", tc.body, e.Fields, tc.field)
+		}
+		if len(e.Fields) == 1 && strings.Count(e.Error(), e.Fields[0].Message) > 1 {
+			t.Errorf("%q: Error() repeats itself: %q", tc.body, e.Error())
+		}
+	}
+	// Decoding into a map (the WebSocket envelope) with the wrong top-level type, and the
+	// access probe with white space before an array, say it once, in words.
+	var m map[string]any
+	if err := jsonError(json.Unmarshal([]byte(` []`), &m)); err.Error() != "request body must be a JSON object" {
+		t.Errorf("map: %q", err.Error())
+	}
+	if _, _, err := bodyField([]byte(" \n[]"), "project_id"); err == nil || err.Error() != "request body must be a JSON object" {
+		t.Errorf("bodyField: %v", err)
+	}
 }

@@ -176,7 +176,7 @@ func TestResourceScopeMatrix(t *testing.T) {
 		}{
 			{"no token", "", 401},
 			{"other family", tok(otherFamily[rt.family]+":read", otherFamily[rt.family]+":write"), 403},
-			{"other project", restricted, 403},
+			{"other project", restricted, 404}, // a project the token may not see does not exist for it
 		}
 		if read {
 			cases = append(cases, struct {
@@ -204,7 +204,7 @@ func TestResourceScopeMatrix(t *testing.T) {
 				h.run(t, scenario{method: rt.method, url: "/api/v1" + rt.path, auth: bearer(w.ownerSes), status: 200})
 			})
 			t.Run(rt.method+" "+rt.path+"/console stranger", func(t *testing.T) {
-				h.run(t, scenario{method: rt.method, url: "/api/v1" + rt.path, auth: bearer(w.strangerSes), status: 403})
+				h.run(t, scenario{method: rt.method, url: "/api/v1" + rt.path, auth: bearer(w.strangerSes), status: 404})
 			})
 		} else {
 			t.Run(rt.method+" "+rt.path+"/console member", func(t *testing.T) {
@@ -451,6 +451,7 @@ func TestRuntimeKeys(t *testing.T) {
 		{name: "read never shows the key", method: "GET", url: url + "/" + created.ID, auth: all, status: 200, contains: []string{created.KeyPrefix}, notContains: []string{created.Key, "key_hash"}},
 		{name: "wider than the client", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "k", "kind": "ingest", "client_id": f.ingest, "models": []string{"orders", "other"}}, status: 400, contains: []string{`"field":"models[1]"`}},
 		{name: "wrong kind for the client", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "k", "kind": "query", "client_id": f.ingest}, status: 400, contains: []string{`"field":"client_id"`}},
+		{name: "unknown client, in words", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "k", "kind": "ingest", "client_id": "ic_nope"}, status: 400, contains: []string{"is not an ingest client of this project"}, notContains: []string{"a ingest"}},
 		{name: "bad kind", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "k", "kind": "admin", "client_id": f.ingest}, status: 400, contains: []string{`"field":"kind"`}},
 		{name: "past expiry", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "k", "kind": "ingest", "client_id": f.ingest, "expires_at": "2020-01-01T00:00:00Z"}, status: 400, contains: []string{`"field":"expires_at"`}},
 		{name: "cannot change client", method: "PUT", url: url + "/" + created.ID, auth: all, body: map[string]any{"client_id": f.query}, status: 400, contains: []string{`"field":"client_id"`}},
@@ -521,17 +522,27 @@ func TestConcurrentPromotes(t *testing.T) {
 		ids = append(ids, h.created(all, bind, map[string]any{"project_id": p, "analytics_api_id": f.api, "warehouse_id": f.warehouse}))
 	}
 	for round := 0; round < 5; round++ {
+		// The goroutines only collect what went wrong: t.Fatal belongs to the test's own
+		// goroutine, so the failures are reported after Wait.
 		var wg sync.WaitGroup
-		for _, id := range ids {
+		errs := make([]error, len(ids))
+		for i, id := range ids {
 			wg.Add(1)
-			go func(id string) {
+			go func(i int, id string) {
 				defer wg.Done()
-				if r := h.do("POST", bind+"/"+id+"/promote", all, nil); r.status != 200 {
-					t.Errorf("promote %s: %d %s", id, r.status, r.body)
+				r, err := h.try("POST", bind+"/"+id+"/promote", all, nil)
+				if err == nil && r.status != 200 {
+					err = fmt.Errorf("promote %s: %d %s", id, r.status, r.body)
 				}
-			}(id)
+				errs[i] = err
+			}(i, id)
 		}
 		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 		bs, _, err := h.st.ListBindings(p, f.api, "", store.Page{Limit: 50})
 		if err != nil {
 			t.Fatal(err)
@@ -600,4 +611,212 @@ func TestProjectIDFromQueryOnCreate(t *testing.T) {
 	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p1.ID, auth: all, body: map[string]any{"key": "from_query"}, status: 201, contains: []string{`"project_id":"` + w.p1.ID}})
 	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p2.ID, auth: all, body: map[string]any{"key": "x", "project_id": w.p1.ID}, status: 400, contains: []string{`"field":"project_id"`}})
 	h.run(t, scenario{method: "POST", url: mg + "?project_id=" + w.p1.ID, auth: all, body: map[string]any{"key": "x", "project_id": 7}, status: 400})
+}
+
+// TestHiddenIsNotFound: for every kind of resource, an id the caller may not see (another
+// workspace's, outside the token's allowlist, a restricted project's for a member, any
+// project's for a stranger) answers exactly what an id that does not exist answers: the
+// same status and the same bytes, so ids cannot be probed across workspaces.
+func TestHiddenIsNotFound(t *testing.T) {
+	h, w, all, f := newResourceHarness(t)
+	strangerAll, _, err := auth.CreateToken(h.st, w.stranger.ID, auth.TokenRequest{Name: "s", WorkspaceID: w.otherWS.ID, Scopes: auth.AllScopes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := h.fixtures(w, bearer(strangerAll), w.foreign.ID)
+	secret := h.fixtures(w, all, w.restricted.ID)
+	foreignSession := h.created(bearer(w.strangerSes), "/api/v1/discovery-sessions", map[string]any{"ingest_client_id": foreign.ingest, "model_key": "signups"})
+	ownSession := h.created(bearer(w.ownerSes), "/api/v1/discovery-sessions", map[string]any{"ingest_client_id": f.ingest, "model_key": "signups"})
+	secretSession := h.created(bearer(w.ownerSes), "/api/v1/discovery-sessions", map[string]any{"ingest_client_id": secret.ingest, "model_key": "signups"})
+
+	type kind struct {
+		coll                   string
+		foreign, own, secretID string
+		put                    any
+		del                    bool
+		actions                []string
+		console                bool // console-only routes
+	}
+	kinds := []kind{
+		{coll: "/projects", foreign: w.foreign.ID, own: w.p1.ID, secretID: w.restricted.ID, put: map[string]any{"description": "x"}},
+		{coll: "/models", foreign: foreign.model, own: f.model, secretID: secret.model, put: map[string]any{"description": "x"}, del: true},
+		{coll: "/warehouses", foreign: foreign.warehouse, own: f.warehouse, secretID: secret.warehouse},
+		{coll: "/warehouse-credentials", foreign: foreign.credential, own: f.credential, secretID: secret.credential, put: map[string]any{"name": "x"}},
+		{coll: "/ingest-clients", foreign: foreign.ingest, own: f.ingest, secretID: secret.ingest, put: map[string]any{"name": "x"}, del: true, actions: []string{"/authentication"}},
+		{coll: "/query-clients", foreign: foreign.query, own: f.query, secretID: secret.query, put: map[string]any{"name": "x"}, del: true, actions: []string{"/authentication"}},
+		{coll: "/runtime-api-keys", foreign: foreign.key, own: f.key, secretID: secret.key, put: map[string]any{"name": "x"}, del: true},
+		{coll: "/analytics-apis", foreign: foreign.api, own: f.api, secretID: secret.api, put: map[string]any{"name": "x"}, del: true},
+		{coll: "/analytics-bindings", foreign: foreign.binding, own: f.binding, secretID: secret.binding, actions: []string{"/promote"}},
+		{coll: "/client-cas", foreign: foreign.ca, own: f.ca, secretID: secret.ca, del: true},
+		{coll: "/discovery-sessions", foreign: foreignSession, own: ownSession, secretID: secretSession, actions: []string{"/accept", "/discard"}, console: true},
+	}
+	type caller struct {
+		name, authz, root string
+		hidden            func(k kind) string // the id this caller may not see
+	}
+	callers := []caller{
+		{"other workspace token", all, "/management/v1", func(k kind) string { return k.foreign }},
+		{"other workspace session", bearer(w.ownerSes), "/api/v1", func(k kind) string { return k.foreign }},
+		{"outside the allowlist", h.token(w, auth.AllScopes(), w.p2.ID), "/management/v1", func(k kind) string { return k.own }},
+		{"stranger session", bearer(w.strangerSes), "/api/v1", func(k kind) string { return k.own }},
+		{"member on a restricted project", bearer(w.memberSes), "/api/v1", func(k kind) string { return k.secretID }},
+	}
+	unknown := func(id string) string { return id[:strings.Index(id, "_")+1] + "01M7Z4W2F0RJ1J0S0V8N3H4K2D" }
+	for _, c := range callers {
+		for _, k := range kinds {
+			if k.console && c.root != "/api/v1" {
+				continue
+			}
+			type req struct {
+				method, suffix string
+				body           any
+			}
+			reqs := []req{{"GET", "", nil}}
+			if k.put != nil {
+				reqs = append(reqs, req{"PUT", "", k.put})
+			}
+			if k.del {
+				reqs = append(reqs, req{"DELETE", "", nil})
+			}
+			for _, a := range k.actions {
+				if a == "/authentication" {
+					reqs = append(reqs, req{"PUT", a, map[string]any{"methods": []string{"api_key"}}})
+				} else {
+					reqs = append(reqs, req{"POST", a, nil})
+				}
+			}
+			if k.coll == "/ingest-clients" && c.root == "/api/v1" {
+				reqs = append(reqs, req{"GET", "/openapi.json", nil})
+			}
+			hidden := c.hidden(k)
+			for _, rq := range reqs {
+				t.Run(fmt.Sprintf("%s/%s %s%s", c.name, rq.method, k.coll, rq.suffix), func(t *testing.T) {
+					got := h.do(rq.method, c.root+k.coll+"/"+hidden+rq.suffix, c.authz, rq.body)
+					want := h.do(rq.method, c.root+k.coll+"/"+unknown(hidden)+rq.suffix, c.authz, rq.body)
+					if got.status != 404 || got.status != want.status || got.body != want.body {
+						t.Fatalf("hidden id: %d %s\nunknown id: %d %s", got.status, got.body, want.status, want.body)
+					}
+				})
+			}
+		}
+		// Collections name their project in the query or the body.
+		hiddenProject := map[string]string{"other workspace token": w.foreign.ID, "other workspace session": w.foreign.ID,
+			"outside the allowlist": w.p1.ID, "stranger session": w.p1.ID, "member on a restricted project": w.restricted.ID}[c.name]
+		for _, rq := range []struct {
+			method, path string
+			body         func(pid string) any
+		}{
+			{"GET", "/models?project_id=", nil},
+			{"POST", "/models", func(pid string) any { return map[string]any{"project_id": pid, "key": "probe"} }},
+			{"GET", "/projects/{id}/members", nil},
+		} {
+			if rq.path == "/projects/{id}/members" && c.root != "/api/v1" {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/%s %s", c.name, rq.method, rq.path), func(t *testing.T) {
+				send := func(pid string) *response {
+					var body any
+					if rq.body != nil {
+						body = rq.body(pid)
+					}
+					path := strings.Replace(rq.path, "{id}", pid, 1)
+					if strings.HasSuffix(path, "=") {
+						path += pid
+					}
+					return h.do(rq.method, c.root+path, c.authz, body)
+				}
+				got, want := send(hiddenProject), send(unknown(hiddenProject))
+				if got.status != 404 || got.status != want.status || got.body != want.body {
+					t.Fatalf("hidden project: %d %s\nunknown project: %d %s", got.status, got.body, want.status, want.body)
+				}
+			})
+		}
+	}
+	// Workspaces: another workspace's id and an unknown one answer alike.
+	for _, path := range []string{"/api/v1/workspaces/{id}/members", "/api/v1/projects?workspace_id={id}"} {
+		got := h.do("GET", strings.Replace(path, "{id}", w.otherWS.ID, 1), bearer(w.ownerSes), nil)
+		want := h.do("GET", strings.Replace(path, "{id}", unknown(w.otherWS.ID), 1), bearer(w.ownerSes), nil)
+		if got.status != 404 || got.body != want.body {
+			t.Fatalf("%s: hidden %d %s, unknown %d %s", path, got.status, got.body, want.status, want.body)
+		}
+	}
+	// Opening a discovery session for a client one may not see is the unknown-client 400.
+	got := h.do("POST", "/api/v1/discovery-sessions", bearer(w.ownerSes), map[string]any{"ingest_client_id": foreign.ingest, "model_key": "x"})
+	want := h.do("POST", "/api/v1/discovery-sessions", bearer(w.ownerSes), map[string]any{"ingest_client_id": unknown(foreign.ingest), "model_key": "x"})
+	if got.status != want.status || got.body != want.body {
+		t.Fatalf("discovery open: hidden %d %s, unknown %d %s", got.status, got.body, want.status, want.body)
+	}
+	// Scope and role failures on what the caller can see stay 403.
+	h.run(t, scenario{method: "PUT", url: "/api/v1/models/" + f.model, auth: bearer(w.memberSes), body: map[string]any{"description": "x"}, status: 403})
+	h.run(t, scenario{method: "GET", url: "/management/v1/models/" + foreign.model, auth: h.token(w, []string{"security:read"}), status: 403})
+}
+
+// TestNamesAndBodiesAreClean: a body that repeats a key (at any depth) and a name with a
+// control character are 400s that name the field and change nothing; descriptions may
+// hold line breaks and tabs but no other control character.
+func TestNamesAndBodiesAreClean(t *testing.T) {
+	h, w, all, f := newResourceHarness(t)
+	p := w.p1.ID
+	mg := "/management/v1"
+	owner := bearer(w.ownerSes)
+	type create struct {
+		url, authz string
+		body       func(name string) map[string]any
+	}
+	creates := []create{
+		{mg + "/projects", all, func(n string) map[string]any { return map[string]any{"workspace_id": w.ws.ID, "name": n} }},
+		{mg + "/models", all, func(n string) map[string]any { return map[string]any{"project_id": p, "key": "named", "name": n} }},
+		{mg + "/warehouses", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "type": "postgres", "config": map[string]any{"host": "h", "database": "d"}, "credential_id": f.credential}
+		}},
+		{mg + "/warehouse-credentials", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "type": "token", "secret": "abcdefgh"}
+		}},
+		{mg + "/ingest-clients", all, func(n string) map[string]any { return map[string]any{"project_id": p, "name": n} }},
+		{mg + "/query-clients", all, func(n string) map[string]any { return map[string]any{"project_id": p, "name": n} }},
+		{mg + "/runtime-api-keys", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "kind": "ingest", "client_id": f.ingest}
+		}},
+		{mg + "/analytics-apis", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "key": "named", "name": n, "model_key": "orders", "query": map[string]any{}}
+		}},
+		{mg + "/client-cas", all, func(n string) map[string]any {
+			return map[string]any{"project_id": p, "name": n, "certificate_pem": f.caPEM}
+		}},
+		{"/api/v1/workspaces", owner, func(n string) map[string]any { return map[string]any{"name": n} }},
+		{"/api/v1/workspaces/" + w.ws.ID + "/members", owner, func(n string) map[string]any {
+			return map[string]any{"email": "named@example.com", "name": n, "password": "correct horse battery", "role": "member"}
+		}},
+		{"/api/v1/management-tokens", owner, func(n string) map[string]any {
+			return map[string]any{"name": n, "workspace_id": w.ws.ID, "scopes": []string{"models:read"}}
+		}},
+	}
+	models := func() string { return h.do("GET", mg+"/models?project_id="+p, all, nil).body }
+	before := models()
+	for _, c := range creates {
+		for _, bad := range []string{"a\x00b", "tab\there", "line\nbreak", "esc\x1b[31m", "del\x7f", "c1\u0085inside"} {
+			t.Run(c.url+" "+strings.TrimSpace(fmt.Sprintf("%q", bad)), func(t *testing.T) {
+				h.run(t, scenario{method: "POST", url: c.url, auth: c.authz, body: c.body(bad), status: 400, contains: []string{`"field":"name"`, "control characters"}})
+			})
+		}
+	}
+	for _, sc := range []scenario{
+		{name: "duplicate top-level key", method: "POST", url: mg + "/projects", auth: all, body: `{"workspace_id":"` + w.ws.ID + `","name":"a","name":"b"}`, status: 400, contains: []string{`"code":"invalid_json"`, `"field":"name"`, "appears twice"}},
+		{name: "duplicate access key", method: "POST", url: mg + "/models", auth: all, body: `{"project_id":"` + p + `","key":"k","project_id":"` + w.p2.ID + `"}`, status: 400, contains: []string{`"field":"project_id"`}},
+		{name: "duplicate nested key", method: "POST", url: mg + "/models", auth: all, body: `{"project_id":"` + p + `","key":"k","fields":[{"name":"a","type":"string"},{"name":"b","type":"string","type":"integer"}]}`, status: 400, contains: []string{`"field":"fields[1].type"`}},
+		{name: "duplicate escaped key", method: "PUT", url: mg + "/models/" + f.model, auth: all, body: `{"description":"a","descr\u0069ption":"b"}`, status: 400, contains: []string{`"field":"description"`}},
+		{name: "duplicate on the console", method: "POST", url: "/api/v1/workspaces", auth: owner, body: `{"name":"a","name":"b"}`, status: 400, contains: []string{`"field":"name"`}},
+		{name: "description with a carriage return", method: "PUT", url: mg + "/models/" + f.model, auth: all, body: map[string]any{"description": "a\rb"}, status: 400, contains: []string{`"field":"description"`}},
+		{name: "description with an escape", method: "PUT", url: mg + "/projects/" + p, auth: all, body: map[string]any{"description": "\x1b[2J"}, status: 400, contains: []string{`"field":"description"`}},
+		{name: "field description with a bell", method: "PUT", url: mg + "/analytics-apis/" + f.api, auth: all, body: map[string]any{"description": "ding\a"}, status: 400, contains: []string{`"field":"description"`}},
+	} {
+		t.Run(sc.name, func(t *testing.T) { h.run(t, sc) })
+	}
+	if after := models(); after != before {
+		t.Fatalf("refused requests changed the models:\n%s\n%s", before, after)
+	}
+	// Surrounding white space is trimmed from names, a trailing newline included.
+	h.run(t, scenario{method: "POST", url: mg + "/ingest-clients", auth: all, body: map[string]any{"project_id": p, "name": " web\n"}, status: 201, contains: []string{`"name":"web"`}})
+	// Line breaks and tabs are fine in descriptions; any printable text is fine in names.
+	h.run(t, scenario{method: "PUT", url: mg + "/models/" + f.model, auth: all, body: map[string]any{"name": "Orders — ünïcode ✓", "description": "line one\nline two\tindented"}, status: 200})
 }

@@ -23,7 +23,7 @@ func (s *Server) registerProjectRoutes(m *mux, b base) {
 }
 
 func (s *Server) handleListProjects(w http.ResponseWriter, r *http.Request, c *call) error {
-	page, err := pageParams(r)
+	page, err := s.pageParams(r)
 	if err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (s *Server) handleListProjects(w http.ResponseWriter, r *http.Request, c *c
 	if err != nil {
 		return err
 	}
-	writeList(w, ps, next)
+	s.writePage(w, r, ps, next)
 	return nil
 }
 

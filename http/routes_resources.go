@@ -22,7 +22,7 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 	}
 	none := store.Kind{}
 
-	r("GET", "/models", "models", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.Model, string, error) {
+	r("GET", "/models", "models", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Model, string, error) {
 		return st.ListModels(pid, q.Get("status"), p)
 	}))
 	r("POST", "/models", "models", targetProjectBody, none, createH(st.CreateModel))
@@ -30,13 +30,13 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 	r("PUT", "/models/:id", "models", targetResourceParam, store.KindModel, updateH(st.UpdateModel))
 	r("DELETE", "/models/:id", "models", targetResourceParam, store.KindModel, deleteH(st.ArchiveModel))
 
-	r("GET", "/warehouses", "warehouses", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.Warehouse, string, error) {
+	r("GET", "/warehouses", "warehouses", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Warehouse, string, error) {
 		return st.ListWarehouses(pid, q.Get("type"), p)
 	}))
 	r("POST", "/warehouses", "warehouses", targetProjectBody, none, createH(st.CreateWarehouse))
 	r("GET", "/warehouses/:id", "warehouses", targetResourceParam, store.KindWarehouse, getH(st.Warehouse))
 
-	r("GET", "/warehouse-credentials", "warehouses", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.WarehouseCredential, string, error) {
+	r("GET", "/warehouse-credentials", "warehouses", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.WarehouseCredential, string, error) {
 		return st.ListCredentials(pid, q.Get("type"), p)
 	}))
 	r("POST", "/warehouse-credentials", "warehouses", targetProjectBody, none, createH(st.CreateCredential))
@@ -49,7 +49,7 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 		k    store.Kind
 	}{{store.ClientIngest, "/ingest-clients", store.KindIngest}, {store.ClientQuery, "/query-clients", store.KindQuery}} {
 		kind := c.kind
-		r("GET", c.path, "clients", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.Client, string, error) {
+		r("GET", c.path, "clients", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Client, string, error) {
 			enabled, err := boolParam(q, "enabled")
 			if err != nil {
 				return nil, "", err
@@ -73,7 +73,7 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 		}))
 	}
 
-	r("GET", "/runtime-api-keys", "clients", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.RuntimeKey, string, error) {
+	r("GET", "/runtime-api-keys", "clients", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.RuntimeKey, string, error) {
 		return st.ListRuntimeKeys(pid, store.RuntimeKeyFilter{ClientID: q.Get("client_id"), Kind: q.Get("kind"), Status: q.Get("status")}, p)
 	}))
 	r("POST", "/runtime-api-keys", "clients", targetProjectBody, none, s.handleCreateRuntimeKey)
@@ -81,7 +81,7 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 	r("PUT", "/runtime-api-keys/:id", "clients", targetResourceParam, store.KindRuntimeKey, updateH(st.UpdateRuntimeKey))
 	r("DELETE", "/runtime-api-keys/:id", "clients", targetResourceParam, store.KindRuntimeKey, deleteH(st.RevokeRuntimeKey))
 
-	r("GET", "/analytics-apis", "analytics", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.AnalyticsAPI, string, error) {
+	r("GET", "/analytics-apis", "analytics", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.AnalyticsAPI, string, error) {
 		return st.ListAnalyticsAPIs(pid, q.Get("status"), q.Get("model_key"), p)
 	}))
 	r("POST", "/analytics-apis", "analytics", targetProjectBody, none, createH(st.CreateAnalyticsAPI))
@@ -89,14 +89,14 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 	r("PUT", "/analytics-apis/:id", "analytics", targetResourceParam, store.KindAPI, updateH(st.UpdateAnalyticsAPI))
 	r("DELETE", "/analytics-apis/:id", "analytics", targetResourceParam, store.KindAPI, deleteH(st.ArchiveAnalyticsAPI))
 
-	r("GET", "/analytics-bindings", "analytics", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.Binding, string, error) {
+	r("GET", "/analytics-bindings", "analytics", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Binding, string, error) {
 		return st.ListBindings(pid, q.Get("analytics_api_id"), q.Get("state"), p)
 	}))
 	r("POST", "/analytics-bindings", "analytics", targetProjectBody, none, createH(st.CreateBinding))
 	r("GET", "/analytics-bindings/:id", "analytics", targetResourceParam, store.KindBinding, getH(st.Binding))
 	r("POST", "/analytics-bindings/:id/promote", "analytics", targetResourceAction, store.KindBinding, actionH(st.PromoteBinding))
 
-	r("GET", "/client-cas", "security", targetProjectQuery, none, listH(func(pid string, q url.Values, p store.Page) ([]store.ClientCA, string, error) {
+	r("GET", "/client-cas", "security", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.ClientCA, string, error) {
 		return st.ListClientCAs(pid, p)
 	}))
 	r("POST", "/client-cas", "security", targetProjectBody, none, createH(st.CreateClientCA))
@@ -107,9 +107,9 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 // versioned is a resource that can answer with an ETag.
 type versioned interface{ CurrentVersion() int }
 
-func listH[T any](fn func(projectID string, q url.Values, page store.Page) ([]T, string, error)) handler {
+func listH[T any](s *Server, fn func(projectID string, q url.Values, page store.Page) ([]T, string, error)) handler {
 	return func(w http.ResponseWriter, r *http.Request, c *call) error {
-		page, err := pageParams(r)
+		page, err := s.pageParams(r)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func listH[T any](fn func(projectID string, q url.Values, page store.Page) ([]T,
 		if err != nil {
 			return err
 		}
-		writeList(w, items, next)
+		s.writePage(w, r, items, next)
 		return nil
 	}
 }

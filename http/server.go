@@ -4,6 +4,7 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -38,6 +39,7 @@ type Server struct {
 	wsDiscover   bool
 	ingestURL    string
 	sockets      *sockets
+	cursors      cursorCodec
 }
 
 // Config wires a Server.
@@ -63,6 +65,9 @@ type Config struct {
 	// WSMaxConns and WSMaxConnsPerClient cap open runtime WebSockets, overall and per
 	// client (0: DefaultWSMaxConns, DefaultWSMaxConnsPerID).
 	WSMaxConns, WSMaxConnsPerClient int
+	// CursorKey authenticates list cursors (derive it from the master key so cursors
+	// survive a restart); nil means a random key for this process.
+	CursorKey []byte
 }
 
 // NewServer returns a Server.
@@ -82,6 +87,7 @@ func NewServer(c Config) *Server {
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
 		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
+		cursors: newCursorCodec(c.CursorKey),
 	}
 	s.sockets = newSockets(c.WSMaxConns, c.WSMaxConnsPerClient)
 	if s.wsIngestPath == "" {
@@ -324,6 +330,11 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		var pid string
 		if pid, err = s.store.ResourceProject(rt.kind, c.params.ByName("id")); err == nil {
 			c.project, err = s.auth.Project(c.p, pid, write)
+			if store.IsCode(err, store.CodeNotFound) {
+				// A resource of a project the caller may not see answers what an unknown
+				// id of this kind answers, byte for byte.
+				err = store.NotFound(rt.kind.Name)
+			}
 		}
 	}
 	return err
@@ -333,12 +344,17 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 // before the handler decodes the whole body. present is false when the body lacks the
 // field; a field that is present must be a non-empty string.
 func bodyField(body []byte, field string) (v string, present bool, err error) {
+	// Access is decided from this field: a body that names it twice is refused before
+	// anyone can disagree about which one counts.
+	if err := checkDuplicateKeys(body); err != nil {
+		return "", false, err
+	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(body, &probe); err != nil {
-		if len(body) > 0 && body[0] != '{' {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' {
 			return "", false, errf(store.CodeInvalidJSON, "request body must be a JSON object")
 		}
-		return "", false, jsonError(err)
+		return "", false, jsonErrorIn(err, body, nil)
 	}
 	raw, ok := probe[field]
 	switch {

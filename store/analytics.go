@@ -60,9 +60,11 @@ func (a *AnalyticsAPI) validate(tx *bolt.Tx) error {
 	if n := utf8.RuneCountInString(a.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", a.Name)
 	if utf8.RuneCountInString(a.Description) > 2000 {
 		f.add("description", "must be at most 2000 characters")
 	}
+	f.text("description", a.Description)
 	f = append(f, ValidateParams(a.Params)...)
 	id := tx.Bucket(bucketModelKeys).Get(pairKey(a.ProjectID, a.ModelKey))
 	if id == nil {

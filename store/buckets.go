@@ -40,8 +40,8 @@ var (
 	bucketAnalyticsAPIs = []byte("analytics_apis.v1")        // api id -> AnalyticsAPI JSON
 	bucketAPIKeys       = []byte("analytics_api_keys.v1")    // project id 0 api key -> api id
 	bucketBindings      = []byte("analytics_bindings.v1")    // binding id -> Binding JSON
-	bucketClientCAs     = []byte("client_cas.v1")
-	bucketDiscovery     = []byte("discovery_sessions.v1") // CA id -> ClientCA JSON
+	bucketClientCAs     = []byte("client_cas.v1")            // CA id -> ClientCA JSON
+	bucketDiscovery     = []byte("discovery_sessions.v1")    // session id -> discoveryRecord JSON
 )
 
 var schemaVersionKey = []byte("schema_version")

@@ -190,6 +190,7 @@ func (c *clientRecord) validate(tx *bolt.Tx, in ClientInput) error {
 	if n := utf8.RuneCountInString(c.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", c.Name)
 	validateKeys(&f, tx, bucketModelKeys, c.ProjectID, "models", "a model", c.Models)
 	if c.Quota.RequestsPerMinute < 0 || c.Quota.RequestsPerMinute > 1_000_000 {
 		f.add("quota.requests_per_minute", "must be 0 (unlimited) to 1000000")

@@ -73,6 +73,7 @@ func (s *Store) CreateClientCA(projectID string, in ClientCAInput) (ClientCA, er
 	if n := utf8.RuneCountInString(name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", name)
 	if in.CertificatePEM == nil {
 		f.add("certificate_pem", "is required")
 	}

@@ -66,6 +66,7 @@ func (c *credentialRecord) validate(secret *string) error {
 	if n := utf8.RuneCountInString(c.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", c.Name)
 	switch c.Type {
 	case CredentialPassword:
 		if c.Username == "" || len(c.Username) > 200 {

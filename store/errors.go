@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Error codes shared by every layer. The transport maps each to a status through one table
@@ -39,8 +40,11 @@ type Error struct {
 	Fields  []FieldError
 }
 
+// Error is the message, plus the first field's problem when the message does not already
+// say it (Invalid's one-field message does), so no text is repeated when an error is shown
+// as a string (WebSocket replies, logs).
 func (e *Error) Error() string {
-	if len(e.Fields) == 0 {
+	if len(e.Fields) == 0 || strings.Contains(e.Message, e.Fields[0].Message) {
 		return e.Message
 	}
 	return fmt.Sprintf("%s (%s: %s)", e.Message, e.Fields[0].Field, e.Fields[0].Message)

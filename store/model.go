@@ -98,9 +98,11 @@ func (m *Model) validate() error {
 	if n := utf8.RuneCountInString(m.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", m.Name)
 	if utf8.RuneCountInString(m.Description) > 2000 {
 		f.add("description", "must be at most 2000 characters")
 	}
+	f.text("description", m.Description)
 	if len(m.Fields) > MaxModelFields {
 		f.add("fields", "must have at most %d fields", MaxModelFields)
 	}
@@ -122,6 +124,7 @@ func (m *Model) validate() error {
 		if utf8.RuneCountInString(fd.Description) > 1000 {
 			f.add(at+".description", "must be at most 1000 characters")
 		}
+		f.text(at+".description", fd.Description)
 	}
 	if m.TimestampField != "" {
 		if fd, ok := m.Field(m.TimestampField); !ok || fd.Type != TypeTimestamp {

@@ -47,9 +47,13 @@ func (in ProjectInput) Validate(create bool) error {
 		}
 	} else if n := strings.TrimSpace(*in.Name); n == "" || utf8.RuneCountInString(n) > 200 {
 		f.add("name", "must be 1 to 200 characters")
+	} else {
+		f.name("name", n) // surrounding white space (a trailing newline too) is trimmed
 	}
 	if in.Description != nil && utf8.RuneCountInString(*in.Description) > 2000 {
 		f.add("description", "must be at most 2000 characters")
+	} else if in.Description != nil {
+		f.text("description", *in.Description)
 	}
 	if in.AccessMode != nil && *in.AccessMode != AccessInherited && *in.AccessMode != AccessRestricted {
 		f.add("access_mode", "must be inherited or restricted")
@@ -110,12 +114,20 @@ func (s *Store) Project(id string) (Project, error) {
 	return p, err
 }
 
-// checkIfMatch enforces If-Match: ifMatch 0 means "any version".
+// IfMatchNever is the If-Match version of a header that no version matches: a weak entity
+// tag (RFC 9110 compares If-Match strongly, so W/"1" never matches) or a malformed one.
+const IfMatchNever = -1
+
+// checkIfMatch enforces If-Match: ifMatch 0 means "any version". The 412 names the current
+// version, so a client can tell a stale read from a malformed header.
 func checkIfMatch(ifMatch, current int) error {
-	if ifMatch != 0 && ifMatch != current {
-		return Errorf(CodePreconditionFailed, "the resource has changed (version %d, If-Match %d): read it again and retry", current, ifMatch)
+	switch {
+	case ifMatch == 0 || ifMatch == current:
+		return nil
+	case ifMatch == IfMatchNever:
+		return Errorf(CodePreconditionFailed, "If-Match must be one strong ETag this server sent, such as \"%d\" (the current version; weak W/ tags never match)", current)
 	}
-	return nil
+	return Errorf(CodePreconditionFailed, "the resource has changed: it is at version %d (ETag \"%d\"), not %d; read it again and retry", current, current, ifMatch)
 }
 
 // UpdateProject replaces a project's writable fields; fields absent from in keep their

@@ -76,13 +76,14 @@ func (k *runtimeKeyRecord) validate(tx *bolt.Tx, now time.Time, expiresChanged b
 	if n := utf8.RuneCountInString(k.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", k.Name)
 	if k.Kind != ClientIngest && k.Kind != ClientQuery {
 		f.add("kind", "must be ingest or query")
 		return f.err()
 	}
 	c, err := getInProject[clientRecord](tx, clientKind(k.Kind), k.ProjectID, k.ClientID)
 	if err != nil {
-		f.add("client_id", "is not a %s client of this project", k.Kind)
+		f.add("client_id", "is not %s of this project", WithArticle(clientKind(k.Kind).Name))
 		return f.err()
 	}
 	seen := map[string]bool{}

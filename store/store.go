@@ -4,7 +4,6 @@
 package store
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,37 +164,20 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, raw)
 }
 
-// Page asks for one page of a list: at most Limit items after the item whose id is encoded
-// in Cursor.
+// Page asks for one page of a list: at most Limit items after the item with id After ("":
+// from the start). Cursors that carry After to clients, integrity-protected and bound to
+// their list, are the transport's business (http/cursor.go).
 type Page struct {
-	Limit  int
-	Cursor string
-}
-
-// EncodeCursor makes an opaque cursor that resumes after id.
-func EncodeCursor(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
-
-// DecodeCursor reverses EncodeCursor; an invalid cursor is a validation_failed error.
-func DecodeCursor(c string) (string, error) {
-	if c == "" {
-		return "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil || len(b) == 0 || len(b) > 64 {
-		return "", Invalid(FieldError{Field: "cursor", Message: "is not a cursor this server issued"})
-	}
-	return string(b), nil
+	Limit int
+	After string
 }
 
 // scanPage walks the ids stored under prefix in an index bucket, in key order, starting
-// after the cursor id. load turns an id into an item and says whether it belongs in the list
-// (a filter). It returns at most page.Limit items and the cursor of the next page, which is
-// "" exactly when no further item would match.
+// after page.After. load turns an id into an item and says whether it belongs in the list
+// (a filter). It returns at most page.Limit items and the After of the next page (the last
+// id returned), which is "" exactly when no further item would match.
 func scanPage[T any](idx *bolt.Bucket, prefix []byte, page Page, load func(id string) (T, bool, error)) ([]T, string, error) {
-	after, err := DecodeCursor(page.Cursor)
-	if err != nil {
-		return nil, "", err
-	}
+	after := page.After
 	c := idx.Cursor()
 	start := append(append([]byte{}, prefix...), after...)
 	k, _ := c.Seek(start)
@@ -214,7 +196,7 @@ func scanPage[T any](idx *bolt.Bucket, prefix []byte, page Page, load func(id st
 			continue
 		}
 		if len(items) == page.Limit {
-			return items, EncodeCursor(last), nil
+			return items, last, nil
 		}
 		items = append(items, item)
 		last = id

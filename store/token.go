@@ -76,6 +76,7 @@ func (s *Store) CreateToken(nt NewToken) (ManagementToken, error) {
 		if name == "" || len(name) > 200 {
 			f.add("name", "must be 1 to 200 characters")
 		}
+		f.name("name", name)
 		if nt.WorkspaceID == "" {
 			f.add("workspace_id", "is required")
 		}

@@ -55,6 +55,7 @@ func (u NewUser) validate() error {
 	if n := strings.TrimSpace(u.Name); len(n) > 200 {
 		f.add("name", "must be at most 200 characters")
 	}
+	f.name("name", strings.TrimSpace(u.Name))
 	if u.PasswordHash == "" {
 		f.add("password", "is required")
 	}

@@ -48,6 +48,7 @@ func (w *Warehouse) validate(tx *bolt.Tx) error {
 	if n := utf8.RuneCountInString(w.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
 	}
+	f.name("name", w.Name)
 	switch w.Type {
 	case WarehouseEmbedded:
 		if w.Config != (WarehouseConfig{}) {

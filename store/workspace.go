@@ -52,7 +52,9 @@ func validateWorkspaceName(name string) (string, error) {
 	if name == "" || len(name) > 200 {
 		return "", Invalid(FieldError{Field: "name", Message: "must be 1 to 200 characters"})
 	}
-	return name, nil
+	var f fieldErrors
+	f.name("name", name)
+	return name, f.err()
 }
 
 func (s *Store) createWorkspace(tx *bolt.Tx, ownerID, name string, now time.Time) (Workspace, error) {

@@ -282,6 +282,13 @@ func expKey(at time.Time, key []byte) []byte {
 	return append(out, key...)
 }
 
+// IsOpen reports whether a warehouse file is open.
+func (rs *RecordStore) IsOpen(warehouseID string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.logs[warehouseID] != nil
+}
+
 // Close closes every open warehouse file.
 func (rs *RecordStore) Close() error {
 	rs.mu.Lock()

@@ -39,6 +39,7 @@ type serveOptions struct {
 	wsDiscover                  bool
 	ephemeral                   bool
 	shutdownTimeout             time.Duration
+	metricsToken                string
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -83,6 +84,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.wsIngestPath, "ws-ingest-path", "/ws/ingest", "path of WebSocket ingest on the ingest listener")
 	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
+	f.StringVar(&o.metricsToken, "metrics-token", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters; prefer LOOKOUT_METRICS_TOKEN, as flags show in ps)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	return cmd
 }
@@ -129,6 +131,9 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr interface{ Wr
 	log, err := newLogger(o.logFormat, o.logLevel, errf)
 	if err != nil {
 		return err
+	}
+	if o.metricsToken != "" && len(o.metricsToken) < 16 {
+		return errors.New("--metrics-token must be at least 16 characters (use a random value, e.g. openssl rand -hex 32)")
 	}
 	m := &Main{opts: *o, Log: log}
 	if err := m.Open(); err != nil {
@@ -222,6 +227,7 @@ func (m *Main) Open() (err error) {
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
+		MetricsToken: m.opts.metricsToken,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")
@@ -263,7 +269,7 @@ func openSealer(g *globalOptions, dataDir string) (*store.Sealer, error) {
 	if keyFile == "" {
 		keyFile = filepath.Join(dataDir, "lookout.key")
 	}
-	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"))
+	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"), store.KeyOptions{InsecurePermissions: g.insecureKeyPerms})
 	if err != nil {
 		return nil, err
 	}

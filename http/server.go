@@ -4,11 +4,14 @@
 package http
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -36,6 +39,8 @@ type Server struct {
 	records      *store.RecordStore
 	wsDiscover   bool
 	ingestURL    string
+	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
+	metricsToken []byte
 }
 
 // Config wires a Server.
@@ -58,6 +63,8 @@ type Config struct {
 	WSDiscover bool
 	// IngestURL is the ingest listener's address, for the OpenAPI documents.
 	IngestURL string
+	// MetricsToken, when set, is required as "Authorization: Bearer <token>" on /metrics.
+	MetricsToken string
 }
 
 // NewServer returns a Server.
@@ -82,6 +89,10 @@ func NewServer(c Config) *Server {
 		s.wsIngestPath = "/ws/ingest"
 	}
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
+	if c.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(c.MetricsToken))
+		s.metricsToken = sum[:]
+	}
 	return s
 }
 
@@ -93,7 +104,7 @@ func (s *Server) SetIngestURL(u string) { s.ingestURL = u }
 // health and metrics.
 func (s *Server) ConsoleHandler() http.Handler {
 	m := s.newMux("console")
-	m.r.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	m.handle(http.MethodGet, "/metrics", route{}, s.handleMetrics(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.registerAuthRoutes(m)
 	s.registerWorkspaceRoutes(m)
 	s.registerTokenRoutes(m)
@@ -103,6 +114,23 @@ func (s *Server) ConsoleHandler() http.Handler {
 		s.registerResourceRoutes(m, b)
 	}
 	return m.r
+}
+
+// handleMetrics serves the Prometheus registry, behind the metrics token when one is set.
+// Both sides are hashed before the constant-time compare, so neither the token's bytes nor
+// its length show in the timing.
+func (s *Server) handleMetrics(prom http.Handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *call) error {
+		if s.metricsToken != nil {
+			scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.metricsToken) != 1 {
+				return errf(store.CodeUnauthenticated, "/metrics requires Authorization: Bearer <metrics token>")
+			}
+		}
+		prom.ServeHTTP(w, r)
+		return nil
+	}
 }
 
 // IngestHandler serves the ingest runtime listener.

@@ -32,13 +32,14 @@ type Server struct {
 	ready   func() error
 	version string
 
-	loginLimit   *limits.Keyed
-	metrics      *metrics
-	ingest       *ingest.Service
-	wsIngestPath string
-	records      *store.RecordStore
-	wsDiscover   bool
-	ingestURL    string
+	loginLimit    *limits.Keyed
+	registerLimit *limits.Keyed
+	metrics       *metrics
+	ingest        *ingest.Service
+	wsIngestPath  string
+	records       *store.RecordStore
+	wsDiscover    bool
+	ingestURL     string
 	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
 	metricsToken []byte
 }
@@ -83,7 +84,10 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
-		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
+		// Registration succeeds once per appliance; ten tries a minute per address is
+		// plenty for a person and keeps a script from hammering it.
+		registerLimit: limits.NewKeyed(10, time.Minute, c.Now),
+		ingest:        c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"

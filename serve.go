@@ -356,7 +356,7 @@ func (m *Main) startAdminSocket() error {
 }
 
 // flushUsage writes batched token last_used_at times every few seconds and drops expired
-// Idempotency-Key entries every ten minutes.
+// Idempotency-Key entries and expired console sessions every ten minutes.
 func (m *Main) flushUsage() {
 	defer close(m.flushDone)
 	t := time.NewTicker(5 * time.Second)
@@ -372,6 +372,9 @@ func (m *Main) flushUsage() {
 		case <-prune.C:
 			if err := m.Ingest.PruneIdempotency(); err != nil {
 				m.Log.Error("prune idempotency keys", "err", err)
+			}
+			if _, err := m.Store.PruneSessions(); err != nil {
+				m.Log.Error("prune expired sessions", "err", err)
 			}
 		case <-m.flushStop:
 			return

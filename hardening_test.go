@@ -63,3 +63,18 @@ func TestServeMetricsToken(t *testing.T) {
 		t.Fatal("the metrics token reached the log")
 	}
 }
+
+// TestServeRefusesBadTimeouts: the read deadline flags take positive values only.
+func TestServeRefusesBadTimeouts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	for _, tc := range [][]string{
+		{"--body-read-timeout", "0s"},
+		{"--ingest-read-idle-timeout", "-1s"},
+		{"--ingest-min-rate", "0"},
+	} {
+		out := run(t, "", true, append(append([]string{"serve"}, freeArgs(dir)...), tc...)...)
+		if !strings.Contains(out, tc[0]) {
+			t.Fatalf("%v: serve said %q", tc, out)
+		}
+	}
+}

@@ -40,6 +40,11 @@ type serveOptions struct {
 	ephemeral                   bool
 	shutdownTimeout             time.Duration
 	metricsToken                string
+	readHeaderTimeout           time.Duration
+	idleTimeout                 time.Duration
+	bodyReadTimeout             time.Duration
+	ingestReadIdle              time.Duration
+	ingestMinRate               int64
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -85,6 +90,11 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
 	f.StringVar(&o.metricsToken, "metrics-token", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters; prefer LOOKOUT_METRICS_TOKEN, as flags show in ps)")
+	f.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers (every listener)")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open (every listener)")
+	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", apphttp.DefaultBodyReadTimeout, "how long a console, Management or query request body may take to arrive in full; slower bodies get 408")
+	f.DurationVar(&o.ingestReadIdle, "ingest-read-idle-timeout", apphttp.DefaultIngestReadIdle, "how long an ingest body may send nothing before the request ends (streams have no overall deadline)")
+	f.Int64Var(&o.ingestMinRate, "ingest-min-rate", apphttp.DefaultIngestMinRate, "least average rate, in bytes per second, an ingest body must keep beyond its first idle period (-1: no rate rule)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	return cmd
 }
@@ -131,6 +141,17 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr interface{ Wr
 	log, err := newLogger(o.logFormat, o.logLevel, errf)
 	if err != nil {
 		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"idle-timeout", o.idleTimeout}, {"body-read-timeout", o.bodyReadTimeout}, {"ingest-read-idle-timeout", o.ingestReadIdle}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s must be a positive duration such as 30s", d.name)
+		}
+	}
+	if o.ingestMinRate == 0 || o.ingestMinRate < -1 {
+		return errors.New("--ingest-min-rate must be a positive number of bytes per second, or -1 for no rate rule")
 	}
 	if o.metricsToken != "" && len(o.metricsToken) < 16 {
 		return errors.New("--metrics-token must be at least 16 characters (use a random value, e.g. openssl rand -hex 32)")
@@ -227,7 +248,8 @@ func (m *Main) Open() (err error) {
 	m.HTTP = apphttp.NewServer(apphttp.Config{
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
-		MetricsToken: m.opts.metricsToken,
+		MetricsToken:    m.opts.metricsToken,
+		BodyReadTimeout: m.opts.bodyReadTimeout, IngestReadIdle: m.opts.ingestReadIdle, IngestMinRate: m.opts.ingestMinRate,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")
@@ -300,10 +322,13 @@ func (m *Main) listen(name, addr, cert, key string, mtls bool, h http.Handler) (
 		ln = tls.NewListener(ln, cfg)
 		scheme = "https"
 	}
+	// No ReadTimeout: its deadline would also cut 1 GB ingest streams and cancel handlers
+	// still working after the body arrived. Bodies get per-request deadlines instead
+	// (http/deadline.go: --body-read-timeout, --ingest-read-idle-timeout, --ingest-min-rate).
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: m.opts.readHeaderTimeout,
+		IdleTimeout:       m.opts.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
 	m.servers = append(m.servers, srv)

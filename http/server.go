@@ -42,6 +42,10 @@ type Server struct {
 	ingestURL     string
 	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
 	metricsToken []byte
+
+	bodyReadTimeout time.Duration // console, Management, query: the whole body
+	ingestReadIdle  time.Duration // ingest: each read
+	ingestMinRate   int64         // ingest: bytes per second over the body, 0 = no rule
 }
 
 // Config wires a Server.
@@ -66,6 +70,14 @@ type Config struct {
 	IngestURL string
 	// MetricsToken, when set, is required as "Authorization: Bearer <token>" on /metrics.
 	MetricsToken string
+	// BodyReadTimeout bounds reading a whole request body on the console, Management and
+	// query listeners (0: DefaultBodyReadTimeout). IngestReadIdle bounds each read of an
+	// ingest body (0: DefaultIngestReadIdle) and IngestMinRate is the least average rate,
+	// in bytes per second, an ingest body must keep (0: DefaultIngestMinRate; negative:
+	// no rate rule). See deadline.go.
+	BodyReadTimeout time.Duration
+	IngestReadIdle  time.Duration
+	IngestMinRate   int64
 }
 
 // NewServer returns a Server.
@@ -88,6 +100,19 @@ func NewServer(c Config) *Server {
 		// plenty for a person and keeps a script from hammering it.
 		registerLimit: limits.NewKeyed(10, time.Minute, c.Now),
 		ingest:        c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
+	}
+	s.bodyReadTimeout, s.ingestReadIdle, s.ingestMinRate = c.BodyReadTimeout, c.IngestReadIdle, c.IngestMinRate
+	if s.bodyReadTimeout <= 0 {
+		s.bodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if s.ingestReadIdle <= 0 {
+		s.ingestReadIdle = DefaultIngestReadIdle
+	}
+	switch {
+	case s.ingestMinRate == 0:
+		s.ingestMinRate = DefaultIngestMinRate
+	case s.ingestMinRate < 0:
+		s.ingestMinRate = 0
 	}
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
@@ -272,6 +297,18 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 				s.log.Debug("request", "listener", m.listener, "method", r.Method, "path", redact(r.URL.Path), "status", sw.code(), "duration", d)
 			}
 		}()
+		if hasBody(r) {
+			// Bound the body's arrival before anything reads it; this also bounds the
+			// server's drain of a body the handler leaves unread (see deadline.go).
+			if m.listener == "ingest" {
+				setReadDeadline(sw, time.Now().Add(s.ingestReadIdle))
+				r2 := *r
+				r2.Body = &idleBody{ReadCloser: r.Body, w: sw, idle: s.ingestReadIdle, minRate: s.ingestMinRate}
+				r = &r2
+			} else {
+				setReadDeadline(sw, time.Now().Add(s.bodyReadTimeout))
+			}
+		}
 		c := &call{params: ps}
 		if err := s.prepare(sw, r, rt, c); err != nil {
 			s.writeError(sw, r, err)
@@ -300,6 +337,9 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		if c.body, err = readBody(w, r); err != nil {
 			return err
 		}
+		// The body is in: a deadline left set would cancel the handler's context once it
+		// passes (the server's background read fails on it).
+		setReadDeadline(w, time.Time{})
 	}
 	write := auth.IsWrite(r.Method)
 	switch rt.target {

@@ -36,6 +36,8 @@ func main() {
 type globalOptions struct {
 	dataDir       string
 	masterKeyFile string
+	// insecureKeyPerms accepts a master key file open to the group or other accounts.
+	insecureKeyPerms bool
 }
 
 func newRootCommand() *cobra.Command {
@@ -51,6 +53,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "./lookout-data", "directory holding lookout.db, lookout.key and lookout.sock")
 	root.PersistentFlags().StringVar(&g.masterKeyFile, "master-key-file", "", "master key file (default <data-dir>/lookout.key; LOOKOUT_MASTER_KEY gives the key itself)")
+	root.PersistentFlags().BoolVar(&g.insecureKeyPerms, "insecure-key-permissions", false, "accept a master key file that the group or other accounts may read (for file systems without Unix modes)")
 	root.AddCommand(newServeCommand(g), newAdminCommand(g), newTokenCommand(g), newBackupCommand(g),
 		newCheckCommand(g), newVersionCommand(), newBenchCommand())
 	return root

@@ -41,6 +41,12 @@ type serveOptions struct {
 	shutdownTimeout             time.Duration
 	ingestLimits                ingest.Limits
 	wsMaxConns, wsMaxPerClient  int
+	metricsToken                string
+	readHeaderTimeout           time.Duration
+	idleTimeout                 time.Duration
+	bodyReadTimeout             time.Duration
+	ingestReadIdle              time.Duration
+	ingestMinRate               int64
 }
 
 func newServeCommand(g *globalOptions) *cobra.Command {
@@ -85,6 +91,12 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.wsIngestPath, "ws-ingest-path", "/ws/ingest", "path of WebSocket ingest on the ingest listener")
 	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
+	f.StringVar(&o.metricsToken, "metrics-token", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters; prefer LOOKOUT_METRICS_TOKEN, as flags show in ps)")
+	f.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers (every listener)")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open (every listener)")
+	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", apphttp.DefaultBodyReadTimeout, "how long a console, Management or query request body may take to arrive in full; slower bodies get 408")
+	f.DurationVar(&o.ingestReadIdle, "ingest-read-idle-timeout", apphttp.DefaultIngestReadIdle, "how long an ingest body may send nothing before the request ends (streams have no overall deadline)")
+	f.Int64Var(&o.ingestMinRate, "ingest-min-rate", apphttp.DefaultIngestMinRate, "least average rate, in bytes per second, an ingest body must keep beyond its first idle period (-1: no rate rule)")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	f.Int64Var(&o.ingestLimits.MaxBody, "ingest-max-body", ingest.DefaultLimits.MaxBody, "most bytes one ingest request may hold once decompressed (413 past it)")
 	f.Int64Var(&o.ingestLimits.MaxRatio, "ingest-max-ratio", ingest.DefaultLimits.MaxRatio, "most times a gzip ingest body may inflate past its compressed size, once past 4 MiB (413 past it)")
@@ -136,6 +148,20 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr interface{ Wr
 	log, err := newLogger(o.logFormat, o.logLevel, errf)
 	if err != nil {
 		return err
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"idle-timeout", o.idleTimeout}, {"body-read-timeout", o.bodyReadTimeout}, {"ingest-read-idle-timeout", o.ingestReadIdle}} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s must be a positive duration such as 30s", d.name)
+		}
+	}
+	if o.ingestMinRate == 0 || o.ingestMinRate < -1 {
+		return errors.New("--ingest-min-rate must be a positive number of bytes per second, or -1 for no rate rule")
+	}
+	if o.metricsToken != "" && len(o.metricsToken) < 16 {
+		return errors.New("--metrics-token must be at least 16 characters (use a random value, e.g. openssl rand -hex 32)")
 	}
 	m := &Main{opts: *o, Log: log}
 	if err := m.Open(); err != nil {
@@ -240,7 +266,9 @@ func (m *Main) Open() (err error) {
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
-		CursorKey: sealer.DeriveKey("list-cursor"),
+		CursorKey:       sealer.DeriveKey("list-cursor"),
+		MetricsToken:    m.opts.metricsToken,
+		BodyReadTimeout: m.opts.bodyReadTimeout, IngestReadIdle: m.opts.ingestReadIdle, IngestMinRate: m.opts.ingestMinRate,
 		Ready: func() error {
 			if m.closing.Load() {
 				return errors.New("shutting down")
@@ -282,7 +310,7 @@ func openSealer(g *globalOptions, dataDir string) (*store.Sealer, error) {
 	if keyFile == "" {
 		keyFile = filepath.Join(dataDir, "lookout.key")
 	}
-	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"))
+	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"), store.KeyOptions{InsecurePermissions: g.insecureKeyPerms})
 	if err != nil {
 		return nil, err
 	}
@@ -313,10 +341,13 @@ func (m *Main) listen(name, addr, cert, key string, mtls bool, h http.Handler) (
 		ln = tls.NewListener(ln, cfg)
 		scheme = "https"
 	}
+	// No ReadTimeout: its deadline would also cut 1 GB ingest streams and cancel handlers
+	// still working after the body arrived. Bodies get per-request deadlines instead
+	// (http/deadline.go: --body-read-timeout, --ingest-read-idle-timeout, --ingest-min-rate).
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: m.opts.readHeaderTimeout,
+		IdleTimeout:       m.opts.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(m.Log.Handler(), slog.LevelWarn),
 	}
 	m.servers = append(m.servers, srv)
@@ -369,7 +400,7 @@ func (m *Main) startAdminSocket() error {
 }
 
 // flushUsage writes batched token last_used_at times every few seconds and drops expired
-// Idempotency-Key entries every ten minutes.
+// Idempotency-Key entries and expired console sessions every ten minutes.
 func (m *Main) flushUsage() {
 	defer close(m.flushDone)
 	t := time.NewTicker(5 * time.Second)
@@ -385,6 +416,9 @@ func (m *Main) flushUsage() {
 		case <-prune.C:
 			if err := m.Ingest.PruneIdempotency(); err != nil {
 				m.Log.Error("prune idempotency keys", "err", err)
+			}
+			if _, err := m.Store.PruneSessions(); err != nil {
+				m.Log.Error("prune expired sessions", "err", err)
 			}
 		case <-m.flushStop:
 			return

@@ -3,12 +3,14 @@ package auth
 import (
 	"crypto/subtle"
 	"log/slog"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"lookout/limits"
 	"lookout/store"
 )
 
@@ -39,6 +41,34 @@ type Service struct {
 
 	// rt is the runtime authentication cache of the current runtime generation.
 	rt atomic.Pointer[runtimeCache]
+	// hashes bounds the argon2id hashes running at once (sign-in, registration, new
+	// members): each takes 19 MiB, so a flood of sign-ins must not take the memory with it.
+	hashes atomic.Pointer[limits.Gate]
+}
+
+// ErrBusy is returned when too many password checks are already running; the caller should
+// retry shortly (the transport answers 503 with Retry-After).
+var ErrBusy = store.Errorf(store.CodeUnavailable, "too many sign-ins are being checked at once; retry in a moment")
+
+// defaultHashGate allows one argon2id hash per CPU (at least two) at once, with up to 64
+// more waiting at most five seconds each: ordinary bursts queue, floods are refused.
+func defaultHashGate() *limits.Gate {
+	return limits.NewGate(max(2, runtime.GOMAXPROCS(0)), 64, 5*time.Second)
+}
+
+// SetHashGate replaces the bound on concurrent password hashes (tests hold its slots).
+func (s *Service) SetHashGate(g *limits.Gate) { s.hashes.Store(g) }
+
+// withHashSlot runs fn, which hashes or verifies a password, inside the hash gate.
+// Returns ErrBusy when no slot frees up in time.
+func (s *Service) withHashSlot(fn func()) error {
+	release, ok := s.hashes.Load().Enter()
+	if !ok {
+		return ErrBusy
+	}
+	defer release()
+	fn()
+	return nil
 }
 
 type cachedToken struct {
@@ -71,7 +101,9 @@ func New(st *store.Store, sessionKey []byte, now func() time.Time, log *slog.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{store: st, now: now, signer: sessionSigner{key: sessionKey, now: now}, log: log, used: map[string]time.Time{}}
+	s := &Service{store: st, now: now, signer: sessionSigner{key: sessionKey, now: now}, log: log, used: map[string]time.Time{}}
+	s.hashes.Store(defaultHashGate())
+	return s
 }
 
 func unauthenticated(msg string) error { return store.Errorf(store.CodeUnauthenticated, "%s", msg) }
@@ -180,17 +212,22 @@ func (s *Service) AuthenticateSession(header string) (*Principal, error) {
 }
 
 // Login checks an e-mail address and password and starts a session. Unknown address and
-// wrong password get the same answer after the same work. Returns unauthenticated.
+// wrong password get the same answer after the same work. Returns unauthenticated,
+// unavailable (ErrBusy).
 func (s *Service) Login(email, password string) (token string, ses store.Session, u store.User, err error) {
 	u, hash, err := s.store.UserCredentials(email)
-	if store.IsCode(err, store.CodeNotFound) {
-		VerifyPassword(dummyHash(), password)
-		return "", ses, u, unauthenticated("wrong e-mail address or password")
-	}
-	if err != nil {
+	known := err == nil
+	if err != nil && !store.IsCode(err, store.CodeNotFound) {
 		return "", ses, u, err
 	}
-	if !VerifyPassword(hash, password) {
+	if !known {
+		hash = dummyHash()
+	}
+	var match bool
+	if err := s.withHashSlot(func() { match = VerifyPassword(hash, password) }); err != nil {
+		return "", ses, u, err
+	}
+	if !known || !match {
 		return "", ses, u, unauthenticated("wrong e-mail address or password")
 	}
 	token, ses, err = s.startSession(u.ID)
@@ -215,12 +252,21 @@ func (s *Service) Logout(p *Principal) error {
 }
 
 // Register creates the first account, its workspace and a session. It is open only while no
-// account exists. Returns validation_failed, forbidden.
+// account exists: once one does, it is refused before any hashing or writing, so probing a
+// closed registration costs no argon2id work. Returns validation_failed, forbidden,
+// unavailable (ErrBusy).
 func (s *Service) Register(email, password, name string) (store.User, store.Workspace, string, error) {
+	if err := s.store.RegistrationOpen(); err != nil {
+		return store.User{}, store.Workspace{}, "", err
+	}
 	if err := ValidatePassword(password); err != nil {
 		return store.User{}, store.Workspace{}, "", err
 	}
-	hash, err := HashPassword(password)
+	var hash string
+	var err error
+	if berr := s.withHashSlot(func() { hash, err = HashPassword(password) }); berr != nil {
+		return store.User{}, store.Workspace{}, "", berr
+	}
 	if err != nil {
 		return store.User{}, store.Workspace{}, "", err
 	}

@@ -12,7 +12,7 @@ type MemberRequest struct {
 
 // AddMember adds an account to a workspace (creating it when the e-mail address is new).
 // Owners and admins add members; only an owner adds an owner.
-// Returns validation_failed, forbidden, not_found, conflict.
+// Returns validation_failed, forbidden, not_found, conflict, unavailable (ErrBusy).
 func (s *Service) AddMember(p *Principal, wsID string, req MemberRequest) (store.Member, error) {
 	role, err := s.Workspace(p, wsID, true)
 	if err != nil {
@@ -36,8 +36,12 @@ func (s *Service) AddMember(p *Principal, wsID string, req MemberRequest) (store
 		if err := ValidatePassword(req.Password); err != nil {
 			return store.Member{}, err
 		}
-		if nu.PasswordHash, err = HashPassword(req.Password); err != nil {
+		var herr error
+		if err := s.withHashSlot(func() { nu.PasswordHash, herr = HashPassword(req.Password) }); err != nil {
 			return store.Member{}, err
+		}
+		if herr != nil {
+			return store.Member{}, herr
 		}
 	} else if err != nil {
 		return store.Member{}, err

@@ -10,6 +10,14 @@ import (
 	"lookout/store"
 )
 
+// Codes only the transport produces: a body that did not arrive in time, and refused
+// WebSocket handshakes.
+const (
+	codeRequestTimeout  = "request_timeout"
+	codeUpgradeRequired = "upgrade_required"
+	codeBadHandshake    = "bad_handshake"
+)
+
 // statusOf is the one table from error codes to HTTP statuses.
 var statusOf = map[string]int{
 	store.CodeInvalidJSON:          http.StatusBadRequest,
@@ -26,6 +34,9 @@ var statusOf = map[string]int{
 	store.CodeRateLimited:          http.StatusTooManyRequests,
 	store.CodeUnavailable:          http.StatusServiceUnavailable,
 	store.CodeInternal:             http.StatusInternalServerError,
+	codeRequestTimeout:             http.StatusRequestTimeout,
+	codeUpgradeRequired:            http.StatusUpgradeRequired,
+	codeBadHandshake:               http.StatusBadRequest,
 }
 
 // errorBody is the error envelope (CONTRACTS §1).

@@ -40,6 +40,13 @@ type harness struct {
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil)
+}
+
+// newHarnessWith is newHarness with a change to the Server's Config (a metrics token, short
+// read deadlines) before the Server is built.
+func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
+	t.Helper()
 	c := testclock.New()
 	sealer, err := store.NewSealer([]byte("fedcba9876543210fedcba9876543210"))
 	if err != nil {
@@ -58,7 +65,11 @@ func newHarness(t testing.TB) *harness {
 		t.Fatal(err)
 	}
 	ing := ingest.New(st, records, c.Now, log)
-	s := NewServer(Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records, WSDiscover: true})
+	cfg := Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records, WSDiscover: true}
+	if configure != nil {
+		configure(&cfg)
+	}
+	s := NewServer(cfg)
 	ts := httptest.NewServer(s.ConsoleHandler())
 	its := httptest.NewUnstartedServer(s.IngestHandler())
 	its.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -171,9 +173,10 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 		return err
 	}
 	defer s.sockets.release(sk)
-	conn, err := websocket.Accept(w, r, nil)
+	hw := &handshakeWriter{ResponseWriter: w}
+	conn, err := websocket.Accept(hw, r, nil)
 	if err != nil {
-		return nil // Accept has answered the handshake
+		return hw.refusal(err)
 	}
 	defer conn.CloseNow()
 	if !sk.attach(conn) {
@@ -236,6 +239,63 @@ func (s *Server) socketMessage(ctx context.Context, sk *socket, conn *websocket.
 	err := conn.Write(wctx, websocket.MessageText, b)
 	wcancel()
 	return err == nil
+}
+
+// handshakeWriter stands between websocket.Accept and the client: the 101 and the
+// hijacked connection pass through, but a refusal, which the library writes as text/plain,
+// is held back so refusal can answer it with the JSON envelope like every other error.
+type handshakeWriter struct {
+	http.ResponseWriter
+	status   int    // a refusal's status, 0 while none
+	message  []byte // a refusal's text, capped
+	upgraded bool
+}
+
+func (h *handshakeWriter) WriteHeader(code int) {
+	if code == http.StatusSwitchingProtocols {
+		h.upgraded = true
+		h.ResponseWriter.WriteHeader(code)
+		return
+	}
+	if h.status == 0 {
+		h.status = code
+	}
+}
+
+func (h *handshakeWriter) Write(b []byte) (int, error) {
+	if h.upgraded {
+		return h.ResponseWriter.Write(b)
+	}
+	if room := 300 - len(h.message); room > 0 {
+		h.message = append(h.message, b[:min(room, len(b))]...)
+	}
+	return len(b), nil
+}
+
+// Unwrap lets the library reach the connection's Hijacker.
+func (h *handshakeWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// refusal is the envelope error for a handshake Accept refused, keeping the headers the
+// library set for it (Upgrade and Connection on 426, Sec-WebSocket-Version on 400).
+func (h *handshakeWriter) refusal(err error) error {
+	if h.status == 0 {
+		return nil // the 101 went out: the connection is the library's now
+	}
+	hdr := h.ResponseWriter.Header()
+	hdr.Del("Content-Type")
+	hdr.Del("X-Content-Type-Options")
+	msg := strings.TrimSpace(string(h.message))
+	switch h.status {
+	case http.StatusUpgradeRequired:
+		return errf(codeUpgradeRequired, "this route takes a WebSocket handshake (GET with Connection: Upgrade and Upgrade: websocket over HTTP/1.1): %s", msg)
+	case http.StatusBadRequest:
+		return errf(codeBadHandshake, "bad WebSocket handshake: %s", msg)
+	case http.StatusForbidden:
+		return errf(store.CodeForbidden, "cross-origin WebSocket handshakes are refused: the Origin header must match the host (%s)", msg)
+	case http.StatusMethodNotAllowed:
+		return errf(store.CodeMethodNotAllowed, "a WebSocket handshake is a GET request")
+	}
+	return fmt.Errorf("websocket handshake failed with %d: %w", h.status, err)
 }
 
 // handleWSIngest serves WebSocket ingest: each text message is an ingest envelope with an

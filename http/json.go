@@ -74,6 +74,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if errors.As(err, &mbe) {
 		return nil, errTooLarge()
 	}
+	if isReadTimeout(err) {
+		return nil, errf(codeRequestTimeout, "the request body did not arrive within the body read timeout; send it in one go")
+	}
 	if err != nil {
 		return nil, errf(store.CodeInvalidJSON, "could not read the request body")
 	}

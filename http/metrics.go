@@ -1,6 +1,7 @@
 package http
 
 import (
+	"net/http"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,8 +43,26 @@ func newMetrics(storeSize func() float64) *metrics {
 	return m
 }
 
+// knownMethods are the request methods that get their own label value. Any client may send
+// any token as a method; labelling it raw would let random methods mint unbounded series.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+// methodLabel is a request method as a bounded label value.
+func methodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return "other"
+}
+
+// observe counts one answered request. route is a registered pattern or "unmatched", never a
+// raw path, and method is bounded by methodLabel, so the series stay few whatever is sent.
 func (m *metrics) observe(listener, route, method string, status int, seconds float64) {
 	st := strconv.Itoa(status)
+	method = methodLabel(method)
 	m.requests.WithLabelValues(listener, route, method, st).Inc()
 	m.latency.WithLabelValues(listener, route, method, st).Observe(seconds)
 }

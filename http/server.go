@@ -6,11 +6,14 @@ package http
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -31,15 +34,22 @@ type Server struct {
 	ready   func() error
 	version string
 
-	loginLimit   *limits.Keyed
-	metrics      *metrics
-	ingest       *ingest.Service
-	wsIngestPath string
-	records      *store.RecordStore
-	wsDiscover   bool
-	ingestURL    string
-	sockets      *sockets
-	cursors      cursorCodec
+	loginLimit    *limits.Keyed
+	registerLimit *limits.Keyed
+	metrics       *metrics
+	ingest        *ingest.Service
+	wsIngestPath  string
+	records       *store.RecordStore
+	wsDiscover    bool
+	ingestURL     string
+	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
+	metricsToken []byte
+
+	bodyReadTimeout time.Duration // console, Management, query: the whole body
+	ingestReadIdle  time.Duration // ingest: each read
+	ingestMinRate   int64         // ingest: bytes per second over the body, 0 = no rule
+	sockets         *sockets
+	cursors         cursorCodec
 }
 
 // Config wires a Server.
@@ -68,6 +78,16 @@ type Config struct {
 	// CursorKey authenticates list cursors (derive it from the master key so cursors
 	// survive a restart); nil means a random key for this process.
 	CursorKey []byte
+	// MetricsToken, when set, is required as "Authorization: Bearer <token>" on /metrics.
+	MetricsToken string
+	// BodyReadTimeout bounds reading a whole request body on the console, Management and
+	// query listeners (0: DefaultBodyReadTimeout). IngestReadIdle bounds each read of an
+	// ingest body (0: DefaultIngestReadIdle) and IngestMinRate is the least average rate,
+	// in bytes per second, an ingest body must keep (0: DefaultIngestMinRate; negative:
+	// no rate rule). See deadline.go.
+	BodyReadTimeout time.Duration
+	IngestReadIdle  time.Duration
+	IngestMinRate   int64
 }
 
 // NewServer returns a Server.
@@ -86,14 +106,34 @@ func NewServer(c Config) *Server {
 		// Ten sign-in attempts a minute per client address blunts password guessing without
 		// getting in a person's way.
 		loginLimit: limits.NewKeyed(10, time.Minute, c.Now),
-		ingest:     c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
+		// Registration succeeds once per appliance; ten tries a minute per address is
+		// plenty for a person and keeps a script from hammering it.
+		registerLimit: limits.NewKeyed(10, time.Minute, c.Now),
+		ingest:        c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 		cursors: newCursorCodec(c.CursorKey),
+	}
+	s.bodyReadTimeout, s.ingestReadIdle, s.ingestMinRate = c.BodyReadTimeout, c.IngestReadIdle, c.IngestMinRate
+	if s.bodyReadTimeout <= 0 {
+		s.bodyReadTimeout = DefaultBodyReadTimeout
+	}
+	if s.ingestReadIdle <= 0 {
+		s.ingestReadIdle = DefaultIngestReadIdle
+	}
+	switch {
+	case s.ingestMinRate == 0:
+		s.ingestMinRate = DefaultIngestMinRate
+	case s.ingestMinRate < 0:
+		s.ingestMinRate = 0
 	}
 	s.sockets = newSockets(c.WSMaxConns, c.WSMaxConnsPerClient)
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
 	}
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
+	if c.MetricsToken != "" {
+		sum := sha256.Sum256([]byte(c.MetricsToken))
+		s.metricsToken = sum[:]
+	}
 	return s
 }
 
@@ -111,7 +151,7 @@ func (s *Server) SetIngestURL(u string) { s.ingestURL = u }
 // health and metrics.
 func (s *Server) ConsoleHandler() http.Handler {
 	m := s.newMux("console")
-	m.r.Handler(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	m.handle(http.MethodGet, "/metrics", route{}, s.handleMetrics(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.registerAuthRoutes(m)
 	s.registerWorkspaceRoutes(m)
 	s.registerTokenRoutes(m)
@@ -121,6 +161,23 @@ func (s *Server) ConsoleHandler() http.Handler {
 		s.registerResourceRoutes(m, b)
 	}
 	return m.r
+}
+
+// handleMetrics serves the Prometheus registry, behind the metrics token when one is set.
+// Both sides are hashed before the constant-time compare, so neither the token's bytes nor
+// its length show in the timing.
+func (s *Server) handleMetrics(prom http.Handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, c *call) error {
+		if s.metricsToken != nil {
+			scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], s.metricsToken) != 1 {
+				return errf(store.CodeUnauthenticated, "/metrics requires Authorization: Bearer <metrics token>")
+			}
+		}
+		prom.ServeHTTP(w, r)
+		return nil
+	}
 }
 
 // IngestHandler serves the ingest runtime listener.
@@ -258,6 +315,18 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 				s.log.Debug("request", "listener", m.listener, "method", r.Method, "path", redact(r.URL.Path), "status", sw.code(), "duration", d)
 			}
 		}()
+		if hasBody(r) {
+			// Bound the body's arrival before anything reads it; this also bounds the
+			// server's drain of a body the handler leaves unread (see deadline.go).
+			if m.listener == "ingest" {
+				setReadDeadline(sw, time.Now().Add(s.ingestReadIdle))
+				r2 := *r
+				r2.Body = &idleBody{ReadCloser: r.Body, w: sw, idle: s.ingestReadIdle, minRate: s.ingestMinRate}
+				r = &r2
+			} else {
+				setReadDeadline(sw, time.Now().Add(s.bodyReadTimeout))
+			}
+		}
 		c := &call{params: ps}
 		if err := s.prepare(sw, r, rt, c); err != nil {
 			s.writeError(sw, r, err)
@@ -286,6 +355,9 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		if c.body, err = readBody(w, r); err != nil {
 			return err
 		}
+		// The body is in: a deadline left set would cancel the handler's context once it
+		// passes (the server's background read fails on it).
+		setReadDeadline(w, time.Time{})
 	}
 	write := auth.IsWrite(r.Method)
 	switch rt.target {

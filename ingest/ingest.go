@@ -604,6 +604,10 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 
 // readError turns a failure to read the body into the error the caller sees.
 func readError(err error) error {
+	var se *store.Error
+	if errors.As(err, &se) { // the transport's own answer (a stalled body: 408)
+		return se
+	}
 	var le *limitError
 	switch {
 	case errors.As(err, &le):

@@ -157,3 +157,51 @@ func (b *Budget) Used() int64 {
 	defer b.mu.Unlock()
 	return b.used
 }
+
+// Gate bounds how many runs of an expensive operation (an argon2id hash: 19 MiB and tens of
+// milliseconds of CPU each) happen at once. Callers beyond the running slots wait in a
+// bounded queue for at most a fixed time; beyond the queue they are refused at once, so a
+// flood costs neither unbounded memory nor unbounded goroutines.
+type Gate struct {
+	slots   chan struct{}
+	queue   chan struct{}
+	maxWait time.Duration
+}
+
+// NewGate allows running operations at once (at least 1), with up to waiting callers
+// queued for at most maxWait each.
+func NewGate(running, waiting int, maxWait time.Duration) *Gate {
+	if running < 1 {
+		running = 1
+	}
+	if waiting < 0 {
+		waiting = 0
+	}
+	return &Gate{slots: make(chan struct{}, running), queue: make(chan struct{}, waiting), maxWait: maxWait}
+}
+
+// Enter takes a running slot. It returns false when every slot is busy and the queue is
+// full, or when the wait for a slot ran out; otherwise the caller must call release once.
+func (g *Gate) Enter() (release func(), ok bool) {
+	select {
+	case g.slots <- struct{}{}:
+		return g.release, true
+	default:
+	}
+	select {
+	case g.queue <- struct{}{}:
+	default:
+		return nil, false
+	}
+	defer func() { <-g.queue }()
+	t := time.NewTimer(g.maxWait)
+	defer t.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return g.release, true
+	case <-t.C:
+		return nil, false
+	}
+}
+
+func (g *Gate) release() { <-g.slots }

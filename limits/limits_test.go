@@ -34,3 +34,38 @@ func TestKeyed(t *testing.T) {
 		t.Fatalf("%d buckets kept after an idle hour, want 1", n)
 	}
 }
+
+// TestGate: a full gate with no queue refuses at once, and a released slot is reusable.
+func TestGate(t *testing.T) {
+	g := NewGate(2, 0, time.Hour)
+	r1, ok1 := g.Enter()
+	r2, ok2 := g.Enter()
+	if !ok1 || !ok2 {
+		t.Fatal("free slots refused")
+	}
+	if _, ok := g.Enter(); ok {
+		t.Fatal("a third run entered a gate of two with no queue")
+	}
+	r1()
+	r3, ok := g.Enter()
+	if !ok {
+		t.Fatal("a released slot was not reusable")
+	}
+	r2()
+	r3()
+	// A queued caller gets the slot its holder releases.
+	q := NewGate(1, 1, time.Hour)
+	hold, _ := q.Enter()
+	got := make(chan bool)
+	go func() {
+		rel, ok := q.Enter()
+		if ok {
+			rel()
+		}
+		got <- ok
+	}()
+	hold()
+	if !<-got {
+		t.Fatal("the queued caller was refused")
+	}
+}

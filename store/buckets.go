@@ -1,5 +1,10 @@
 package store
 
+import (
+	"encoding/binary"
+	"time"
+)
+
 // Every bucket name and key encoding lives here. Names carry a version suffix: a change of a
 // value's encoding gets a new bucket and a migration (migrate.go), never an in-place rewrite
 // that an older binary would misread.
@@ -24,7 +29,8 @@ var (
 	bucketTokensByPrefix = []byte("mgmt_tokens_by_prefix.v1") // token prefix -> token id
 	bucketTokensByUser   = []byte("mgmt_tokens_by_user.v1")   // user id 0 token id -> nil
 
-	bucketSessions = []byte("sessions.v1") // session id -> Session JSON
+	bucketSessions         = []byte("sessions.v1")           // session id -> Session JSON
+	bucketSessionsByExpiry = []byte("sessions_by_expiry.v1") // expiryKey(expires_at, session id) -> nil
 
 	// Project resources: one bucket per kind (id -> record JSON) and one shared index that
 	// lists each project's resources of a kind in creation order.
@@ -65,4 +71,22 @@ func pairSecond(k []byte) string {
 		}
 	}
 	return ""
+}
+
+// expiryKey orders entries by an instant, then id: 8 bytes of big-endian Unix seconds (the
+// store keeps whole seconds; instants before 1970 do not occur) followed by the id, so a
+// cursor from First() meets the earliest expiry first and can stop at the first one still
+// in the future.
+func expiryKey(at time.Time, id string) []byte {
+	k := make([]byte, 8, 8+len(id))
+	binary.BigEndian.PutUint64(k, uint64(max(at.Unix(), 0)))
+	return append(k, id...)
+}
+
+// expiryKeyTime returns the instant an expiryKey starts with.
+func expiryKeyTime(k []byte) time.Time {
+	if len(k) < 8 {
+		return time.Time{}
+	}
+	return time.Unix(int64(binary.BigEndian.Uint64(k[:8])), 0).UTC()
 }

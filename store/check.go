@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -141,14 +142,28 @@ func checkInvariants(tx *bolt.Tx) []string {
 		}
 	}
 	out = append(out, checkResources(tx)...)
+	sessions := 0
 	_ = tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+		sessions++
 		var ses Session
 		if err := getJSONBytes(v, &ses); err != nil {
 			bad("session %s: undecodable: %v", k, err)
+		} else if want := expiryKey(ses.ExpiresAt, string(k)); !bytes.Equal(firstKeyFrom(tx.Bucket(bucketSessionsByExpiry), want), want) {
+			bad("session %s: expiry index entry missing", k)
 		}
 		return nil
 	})
+	if n := tx.Bucket(bucketSessionsByExpiry).Stats().KeyN; n != sessions {
+		bad("session expiry index has %d entries for %d sessions", n, sessions)
+	}
 	return out
+}
+
+// firstKeyFrom is the first key at or after k (index entries have empty values, so Get
+// cannot tell them from absent keys).
+func firstKeyFrom(b *bolt.Bucket, k []byte) []byte {
+	got, _ := b.Cursor().Seek(k)
+	return got
 }
 
 func firstPart(k []byte) string {

@@ -44,6 +44,21 @@ var migrations = []func(s *Store, tx *bolt.Tx) error{
 		_, err := tx.CreateBucketIfNotExists(bucketDiscovery)
 		return err
 	},
+	// 4: console sessions indexed by expiry, so sign-in prunes only what expired instead of
+	// scanning every session; backfilled from the sessions already stored.
+	func(s *Store, tx *bolt.Tx) error {
+		idx, err := tx.CreateBucketIfNotExists(bucketSessionsByExpiry)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+			var ses Session
+			if err := getJSONBytes(v, &ses); err != nil {
+				return fmt.Errorf("session %s: %w", k, err)
+			}
+			return idx.Put(expiryKey(ses.ExpiresAt, string(k)), nil)
+		})
+	},
 }
 
 // SchemaVersion is the data-file version this binary writes.

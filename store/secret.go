@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,15 +19,32 @@ import (
 // MasterKeySize is the length of the master key in bytes (AES-256).
 const MasterKeySize = 32
 
+// KeyOptions loosen LoadMasterKey's checks.
+type KeyOptions struct {
+	// InsecurePermissions accepts a key file that its group or other accounts may access
+	// (--insecure-key-permissions), for file systems that cannot express mode 0600.
+	InsecurePermissions bool
+}
+
+// ErrKeyPermissions is returned (wrapped) when the master key file is open to its group or
+// to other accounts.
+var ErrKeyPermissions = errors.New("master key file permissions are too open")
+
 // LoadMasterKey returns the master key. A non-empty env value (base64 or hex of 32 bytes)
 // wins; otherwise the key file at path is read, or created with 32 random bytes and mode
 // 0600 when it does not exist. The key never goes into the database, so a copy of the data
-// file alone discloses no secret.
-func LoadMasterKey(path, env string) ([]byte, error) {
+// file alone discloses no secret. An existing key file that the group or other accounts may
+// read or write is refused (ErrKeyPermissions), like ssh refuses an open private key:
+// whoever reads it reads every sealed secret, unless o.InsecurePermissions is set.
+func LoadMasterKey(path, env string, o ...KeyOptions) ([]byte, error) {
 	if env = strings.TrimSpace(env); env != "" {
 		return parseKey(env)
 	}
-	raw, err := os.ReadFile(path)
+	var opts KeyOptions
+	for _, x := range o {
+		opts.InsecurePermissions = opts.InsecurePermissions || x.InsecurePermissions
+	}
+	raw, err := readKeyFile(path, opts)
 	if errors.Is(err, os.ErrNotExist) {
 		key := make([]byte, MasterKeySize)
 		if _, err := rand.Read(key); err != nil {
@@ -35,7 +53,7 @@ func LoadMasterKey(path, env string) ([]byte, error) {
 		// O_EXCL: two processes racing to create the key must not end up with two keys.
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if errors.Is(err, os.ErrExist) {
-			return LoadMasterKey(path, "")
+			return LoadMasterKey(path, "", opts)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("create master key: %w", err)
@@ -62,6 +80,9 @@ func LoadMasterKey(path, env string) ([]byte, error) {
 		}
 		return key, nil
 	}
+	if errors.Is(err, ErrKeyPermissions) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read master key: %w", err)
 	}
@@ -69,6 +90,24 @@ func LoadMasterKey(path, env string) ([]byte, error) {
 		return raw, nil
 	}
 	return parseKey(strings.TrimSpace(string(raw)))
+}
+
+// readKeyFile reads the key file, checking the mode of the file it opened (not of a path
+// looked up earlier) so the check and the read concern the same file.
+func readKeyFile(path string, o KeyOptions) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 && !o.InsecurePermissions {
+		return nil, fmt.Errorf("%w: %s has mode %04o, so other accounts may read it; run chmod 600 %s (or start with --insecure-key-permissions where the file system cannot express 0600)", ErrKeyPermissions, path, perm, path)
+	}
+	return io.ReadAll(io.LimitReader(f, 4096))
 }
 
 func parseKey(s string) ([]byte, error) {

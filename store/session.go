@@ -16,8 +16,18 @@ type Session struct {
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-// CreateSession starts a session for a user lasting ttl, and drops every session that has
-// expired or was revoked, so the bucket holds only live sessions. Returns not_found.
+// sessionPruneOnCreate is how many expired sessions a sign-in removes on its way: enough
+// to keep up with sign-ins (each adds one), few enough that a sign-in's write transaction
+// stays small however many sessions piled up. PruneSessions clears the rest.
+const sessionPruneOnCreate = 16
+
+// sessionPruneBatch is how many expired sessions one PruneSessions transaction removes, so
+// a large backlog never holds the write lock for long.
+const sessionPruneBatch = 512
+
+// CreateSession starts a session for a user lasting ttl, and removes up to a few sessions
+// that have expired, found through the expiry index (never by scanning the live ones).
+// Returns not_found.
 func (s *Store) CreateSession(userID string, ttl time.Duration) (Session, error) {
 	var out Session
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -25,27 +35,55 @@ func (s *Store) CreateSession(userID string, ttl time.Duration) (Session, error)
 			return err
 		}
 		now := s.now()
-		b := tx.Bucket(bucketSessions)
-		var stale [][]byte
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var old Session
-			if err := getJSONBytes(v, &old); err != nil {
-				return err
-			}
-			if old.RevokedAt != nil || !old.ExpiresAt.After(now) {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-		}
-		for _, k := range stale {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
+		if _, err := pruneSessions(tx, now, sessionPruneOnCreate); err != nil {
+			return err
 		}
 		out = Session{ID: s.newID("ses_"), UserID: userID, CreatedAt: now, ExpiresAt: now.Add(ttl)}
-		return putJSON(b, []byte(out.ID), out)
+		if err := putJSON(tx.Bucket(bucketSessions), []byte(out.ID), out); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketSessionsByExpiry).Put(expiryKey(out.ExpiresAt, out.ID), nil)
 	})
 	return out, err
+}
+
+// PruneSessions removes every session that has expired (revoked ones included, once their
+// expiry passes), in transactions of at most sessionPruneBatch sessions, touching only the
+// expired entries of the expiry index. It returns how many it removed.
+func (s *Store) PruneSessions() (int, error) {
+	total := 0
+	for {
+		var n int
+		err := s.db.Update(func(tx *bolt.Tx) (err error) {
+			n, err = pruneSessions(tx, s.now(), sessionPruneBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < sessionPruneBatch {
+			return total, err
+		}
+	}
+}
+
+// pruneSessions deletes up to limit sessions whose expiry is at or before now, earliest
+// first, with their index entries. A session is invalid from its expiry on, so nothing
+// still usable is removed.
+func pruneSessions(tx *bolt.Tx, now time.Time, limit int) (int, error) {
+	idx, sessions := tx.Bucket(bucketSessionsByExpiry), tx.Bucket(bucketSessions)
+	var stale [][]byte
+	c := idx.Cursor()
+	for k, _ := c.First(); k != nil && len(stale) < limit && !expiryKeyTime(k).After(now); k, _ = c.Next() {
+		stale = append(stale, append([]byte(nil), k...))
+	}
+	for _, k := range stale {
+		if err := sessions.Delete(k[8:]); err != nil {
+			return 0, err
+		}
+		if err := idx.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(stale), nil
 }
 
 // SessionAuth is a session with its account, read in one transaction.

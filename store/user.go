@@ -88,16 +88,39 @@ func getUser(tx *bolt.Tx, id string) (userRecord, error) {
 	return r, err
 }
 
+// errRegistrationClosed is the answer to a registration once an account exists.
+func errRegistrationClosed() error {
+	return Errorf(CodeForbidden, "registration is closed: this Lookout already has an owner; ask a workspace owner or admin to add you")
+}
+
+// RegistrationOpen reports, in a read transaction, whether console registration is still
+// open (no account exists). Returns forbidden when it is closed.
+func (s *Store) RegistrationOpen() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketUsers).Cursor().First(); k != nil {
+			return errRegistrationClosed()
+		}
+		return nil
+	})
+}
+
 // RegisterOwner creates the first account and its first workspace, with the account as owner.
 // With firstOnly set it fails with forbidden once any account exists (console registration
 // closes after the first user). Returns validation_failed, conflict or forbidden.
 func (s *Store) RegisterOwner(nu NewUser, workspaceName string, firstOnly bool) (User, Workspace, error) {
 	var u User
 	var ws Workspace
+	if firstOnly {
+		// Refused in a read transaction first: a write would move the identity generation and
+		// so drop every cached Management Token for nothing.
+		if err := s.RegistrationOpen(); err != nil {
+			return u, ws, err
+		}
+	}
 	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if firstOnly {
 			if k, _ := tx.Bucket(bucketUsers).Cursor().First(); k != nil {
-				return Errorf(CodeForbidden, "registration is closed: this Lookout already has an owner; ask a workspace owner or admin to add you")
+				return errRegistrationClosed()
 			}
 		}
 		now := s.now()

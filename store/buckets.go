@@ -1,5 +1,7 @@
 package store
 
+import "encoding/binary"
+
 // Every bucket name and key encoding lives here. Names carry a version suffix: a change of a
 // value's encoding gets a new bucket and a migration (migrate.go), never an in-place rewrite
 // that an older binary would misread.
@@ -65,4 +67,19 @@ func pairSecond(k []byte) string {
 		}
 	}
 	return ""
+}
+
+// Discovery keeps each session's preview samples and the waiting session of each client
+// beside the session record, so a capture rewrites only a record bounded by the caps
+// (discovery.go) and finds the waiting session without reading every session.
+var (
+	bucketDiscoveryPreviews = []byte("discovery_previews.v1") // previewKey(session id, seq) -> sample JSON
+	bucketDiscoveryWaiting  = []byte("discovery_waiting.v1")  // ingest client id -> waiting session id
+)
+
+// previewKey orders a session's preview samples by arrival: the session id, a 0 byte, then
+// the sequence number as 8 big-endian bytes.
+func previewKey(sessionID string, seq uint64) []byte {
+	k := pairKey(sessionID, "")
+	return binary.BigEndian.AppendUint64(k, seq)
 }

@@ -74,21 +74,21 @@ func (s *Server) handleDiscover(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	res, err := s.ingest.Discover(caller(id), http.MaxBytesReader(w, r.Body, ingest.MaxDiscover))
 	if err != nil {
-		return err
+		return ingestError(err) // a spent quota is 429 with Retry-After, as on /ingest
 	}
 	writeData(w, http.StatusAccepted, res)
 	return nil
 }
 
 // handleWSDiscover is /ws/discover: each text message is one object or an array of
-// objects, answered with {"type":"ack","session_id","captured"} or an error message.
+// objects, answered with {"type":"ack","session_id","captured","dropped"} or an error message.
 func (s *Server) handleWSDiscover(w http.ResponseWriter, r *http.Request, c *call) error {
 	return s.runtimeSocket(w, r, ingest.MaxDiscover, func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any {
 		res, err := s.ingest.Discover(caller(id), bytes.NewReader(msg))
 		if err != nil {
-			return wsReply{Type: "error", Message: safeMessage(err)}
+			return wsReply{Type: "error", Message: safeMessage(ingestError(err))}
 		}
-		return map[string]any{"type": "ack", "session_id": res.SessionID, "captured": res.Captured}
+		return map[string]any{"type": "ack", "session_id": res.SessionID, "captured": res.Captured, "dropped": res.Dropped}
 	})
 }
 

@@ -131,3 +131,77 @@ func TestDiscovery(t *testing.T) {
 		t.Fatalf("ws discover: %v %s", err, b)
 	}
 }
+
+// /discover spends the client's quota like /ingest, from the same budgets: over it, 429
+// with Retry-After, and the session is unchanged.
+func TestDiscoverQuota(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	owner := bearer(rw.w.ownerSes)
+	client := rw.clients["keys"]
+	id := rw.created(owner, "/api/v1/discovery-sessions", map[string]any{"ingest_client_id": client, "model_key": "signups"})
+	key := map[string]string{"Authorization": "ApiKey " + rw.keys["keys"], "Content-Type": "application/json"}
+	discover := ingestReq{path: "/discover", body: `[{"a":1},{"a":2}]`, header: key}
+	ingestOne := ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + rw.keys["keys"]}}
+	samples := func() int {
+		var s struct{ Samples int }
+		rw.do("GET", "/api/v1/discovery-sessions/"+id, owner, nil).data(t, &s)
+		return s.Samples
+	}
+	for _, tc := range []struct {
+		name         string
+		rpm, recpm   int
+		before       []ingestReq // each answered 202
+		req          ingestReq
+		status       int
+		contains     string
+		retryAfter   bool
+		samplesAdded int
+	}{
+		{name: "within the quotas", rpm: 2, recpm: 10, req: discover, status: 202, contains: `"captured":2,"dropped":0`, samplesAdded: 2},
+		{name: "requests per minute", rpm: 2, before: []ingestReq{discover, discover}, req: discover, status: 429, contains: "requests_per_minute", retryAfter: true, samplesAdded: 4},
+		{name: "ingest spends the budget discover uses", rpm: 2, before: []ingestReq{ingestOne, ingestOne}, req: discover, status: 429, contains: "requests_per_minute", retryAfter: true},
+		{name: "discover spends the budget ingest uses", rpm: 1, before: []ingestReq{discover}, req: ingestOne, status: 429, contains: "requests_per_minute", retryAfter: true, samplesAdded: 2},
+		{name: "records per minute", recpm: 3, before: []ingestReq{discover}, req: discover, status: 429, contains: "records_per_minute", retryAfter: true, samplesAdded: 2},
+		{name: "more samples than the quota ever allows", recpm: 1, req: discover, status: 413, contains: "records_per_minute quota is 1"},
+	} {
+		rw.clock.Advance(time.Minute) // every budget full again
+		rw.do("PUT", "/management/v1/ingest-clients/"+client, rw.all, map[string]any{"quota": map[string]any{"requests_per_minute": tc.rpm, "records_per_minute": tc.recpm}})
+		start := samples()
+		for i, rq := range tc.before {
+			if r := rw.runtime(rq); r.status != 202 {
+				t.Fatalf("%s: request %d before: %d %s", tc.name, i, r.status, r.body)
+			}
+		}
+		r := rw.runtime(tc.req)
+		if r.status != tc.status || !strings.Contains(r.body, tc.contains) || (r.header.Get("Retry-After") != "") != tc.retryAfter {
+			t.Fatalf("%s: %d %v %s", tc.name, r.status, r.header, r.body)
+		}
+		if got := samples() - start; got != tc.samplesAdded {
+			t.Fatalf("%s: the session gained %d samples, want %d", tc.name, got, tc.samplesAdded)
+		}
+	}
+
+	// Over WebSocket the same refusal is an error message naming the quota.
+	rw.clock.Advance(time.Minute)
+	rw.do("PUT", "/management/v1/ingest-clients/"+client, rw.all, map[string]any{"quota": map[string]any{"requests_per_minute": 1, "records_per_minute": 0}})
+	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/discover"
+	conn, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var replies []string
+	for i := 0; i < 2; i++ {
+		conn.Write(ctx, websocket.MessageText, []byte(`{"x":1}`))
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replies = append(replies, string(b))
+	}
+	if !strings.Contains(replies[0], `"type":"ack"`) || !strings.Contains(replies[1], `"type":"error"`) || !strings.Contains(replies[1], "requests_per_minute") {
+		t.Fatalf("ws replies: %v", replies)
+	}
+}

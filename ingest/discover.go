@@ -17,12 +17,26 @@ const MaxDiscover = 10_000_000
 type Captured struct {
 	SessionID string `json:"session_id"`
 	Captured  int    `json:"captured"`
+	// Dropped is how many samples of the submission the session did not take because it
+	// reached store.MaxDiscoverySamples.
+	Dropped int `json:"dropped"`
 }
 
 // Discover reads one JSON object or an array of objects (at most 10 MB) and adds them to
-// the caller's waiting discovery session. Nothing is written to any warehouse. Returns
-// too_large, invalid_json, conflict (no waiting session).
+// the caller's waiting discovery session. Nothing is written to any warehouse.
+//
+// It spends the client's quota exactly as /ingest does, from the same budgets: one request
+// of requests_per_minute, and one record of records_per_minute per sample. Sharing them
+// keeps a quota what it promises the operator (the most a client may make the server do
+// per minute) rather than a per-endpoint allowance a client could double by also
+// sending to /discover.
+//
+// Returns *QuotaExceeded, too_large, invalid_json, conflict (no waiting session, or it
+// is full).
 func (s *Service) Discover(c Caller, body io.Reader) (*Captured, error) {
+	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
+		return nil, &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
+	}
 	raw, err := io.ReadAll(io.LimitReader(body, MaxDiscover+1))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || len(raw) > MaxDiscover {
@@ -35,11 +49,17 @@ func (s *Service) Discover(c Caller, body io.Reader) (*Captured, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q := c.Quota.RecordsPerMinute; q > 0 && len(samples) > q {
+		return nil, errf(store.CodeTooLarge, "this submission holds %d samples but the client's records_per_minute quota is %d, so it can never be accepted; send at most %d samples at a time", len(samples), q, q)
+	}
+	if ok, wait := s.quotas.Allow("rec/"+c.ClientID, c.Quota.RecordsPerMinute, len(samples)); !ok {
+		return nil, &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	}
 	sess, n, err := s.store.CaptureDiscovery(c.ProjectID, c.ClientID, samples)
 	if err != nil {
 		return nil, err
 	}
-	return &Captured{SessionID: sess.ID, Captured: n}, nil
+	return &Captured{SessionID: sess.ID, Captured: n, Dropped: len(samples) - n}, nil
 }
 
 // decodeSamples accepts one object or an array of objects.

@@ -90,3 +90,18 @@ func expiryKeyTime(k []byte) time.Time {
 	}
 	return time.Unix(int64(binary.BigEndian.Uint64(k[:8])), 0).UTC()
 }
+
+// Discovery keeps each session's preview samples and the waiting session of each client
+// beside the session record, so a capture rewrites only a record bounded by the caps
+// (discovery.go) and finds the waiting session without reading every session.
+var (
+	bucketDiscoveryPreviews = []byte("discovery_previews.v1") // previewKey(session id, seq) -> sample JSON
+	bucketDiscoveryWaiting  = []byte("discovery_waiting.v1")  // ingest client id -> waiting session id
+)
+
+// previewKey orders a session's preview samples by arrival: the session id, a 0 byte, then
+// the sequence number as 8 big-endian bytes.
+func previewKey(sessionID string, seq uint64) []byte {
+	k := pairKey(sessionID, "")
+	return binary.BigEndian.AppendUint64(k, seq)
+}

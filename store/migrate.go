@@ -59,6 +59,10 @@ var migrations = []func(s *Store, tx *bolt.Tx) error{
 			return idx.Put(expiryKey(ses.ExpiresAt, string(k)), nil)
 		})
 	},
+	// 5: discovery previews move out of the session record into their own keys, and each
+	// client's waiting session is indexed, so a capture no longer rewrites the previews
+	// nor reads every session of the project.
+	migrateDiscoveryPreviews,
 }
 
 // SchemaVersion is the data-file version this binary writes.

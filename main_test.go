@@ -373,7 +373,8 @@ func TestOnlineBackupAndAdminSocket(t *testing.T) {
 	id := field(env, "data", "id")
 	// Through the socket while serving: a second owner, a token for it, a backup.
 	run(t, "another-password\n", false, "admin", "create-owner", "--data-dir", dir, "--email", "two@example.com", "--password-stdin")
-	tok2 := strings.TrimSpace(run(t, "", false, "token", "create", "--data-dir", dir, "--email", "ops@example.com", "--workspace", ws, "--scopes", "projects:read", "--projects", id))
+	// No --workspace: online as offline, it defaults to the account's only workspace.
+	tok2 := strings.TrimSpace(run(t, "", false, "token", "create", "--data-dir", dir, "--email", "ops@example.com", "--scopes", "projects:read", "--projects", id))
 	if st, _ := (client{t: t, base: p.base, auth: tok2}).do("GET", "/management/v1/projects/"+id, nil); st != 200 {
 		t.Fatalf("token made through the socket: %d", st)
 	}
@@ -392,26 +393,39 @@ func TestOnlineBackupAndAdminSocket(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
 		t.Fatalf("ingest: %v %v", err, resp)
 	}
-	out := filepath.Join(t.TempDir(), "backup.db")
-	run(t, "", false, "backup", "--data-dir", dir, "--out", out)
-	restored := t.TempDir()
-	os.MkdirAll(filepath.Join(restored, "warehouses"), 0o700)
-	if err := os.Rename(filepath.Join(out+".warehouses", warehouse+".db"), filepath.Join(restored, "warehouses", warehouse+".db")); err != nil {
-		t.Fatalf("warehouse copy missing: %v", err)
+	out := filepath.Join(t.TempDir(), "backup")
+	said := run(t, "", false, "backup", "--data-dir", dir, "--out", out)
+	// Each file with its own size, then the total: never the total as the main file's size.
+	dbInfo, _ := os.Stat(filepath.Join(out, "lookout.db"))
+	whInfo, _ := os.Stat(filepath.Join(out, "warehouses", warehouse+".db"))
+	if dbInfo == nil || whInfo == nil {
+		t.Fatalf("backup set incomplete: %s", said)
 	}
-	rs, err := store.OpenRecordStore(restored)
+	for _, want := range []string{
+		fmt.Sprintf("lookout.db\t%d bytes\n", dbInfo.Size()),
+		fmt.Sprintf("warehouses/%s.db\t%d bytes\n", warehouse, whInfo.Size()),
+		fmt.Sprintf("2 files, %d bytes", dbInfo.Size()+whInfo.Size()),
+	} {
+		if !strings.Contains(said, want) {
+			t.Fatalf("backup said %q, want %q", said, want)
+		}
+	}
+	if sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS")); !strings.Contains(string(sums), "  warehouses/"+warehouse+".db\n") {
+		t.Fatalf("SHA256SUMS: %s", sums)
+	}
+	// The backup directory is laid out like a data dir: check reads it as one.
+	if said := run(t, "", false, "check", "--data-dir", out, "--master-key-file", filepath.Join(dir, "lookout.key")); !strings.Contains(said, "ok") {
+		t.Fatalf("check of the backup: %s", said)
+	}
+	wl, err := store.OpenReadOnlyLog(out, warehouse)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close()
-	wl, err := rs.Log(warehouse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer wl.Close()
 	if n, _ := wl.Count(model); n != 3 {
 		t.Fatalf("backup holds %d records, want 3", n)
 	}
-	b, err := store.Open(out, store.Options{ReadOnly: true})
+	b, err := store.Open(filepath.Join(out, "lookout.db"), store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ type serveOptions struct {
 	wsIngestPath                string
 	wsDiscover                  bool
 	ephemeral                   bool
+	newMasterKey                bool
 	shutdownTimeout             time.Duration
 }
 
@@ -63,7 +64,9 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 					o.dataDir = "" // a fresh temporary directory, removed on exit
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGHUP (the terminal went away) shuts down cleanly too: its default would kill
+			// the process without removing the socket or an ephemeral data dir.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return runServe(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -83,6 +86,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.wsIngestPath, "ws-ingest-path", "/ws/ingest", "path of WebSocket ingest on the ingest listener")
 	f.BoolVar(&o.wsDiscover, "ws-discover", false, "enable discovery over WebSocket at /ws/discover on the ingest listener")
 	f.BoolVar(&o.ephemeral, "ephemeral", false, "integration-test fixture: temporary data dir, free ports, an owner and an all-scopes token, printed as one JSON line on stdout")
+	f.BoolVar(&o.newMasterKey, "new-master-key", false, "the master key was replaced on purpose (the old one is lost): accept it and store a new key check; secrets sealed with the old key stay unreadable")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	return cmd
 }
@@ -176,6 +180,7 @@ type Main struct {
 
 	dataDir     string
 	ownsDataDir bool
+	lock        *os.File
 	servers     []*http.Server
 	admin       *http.Server
 	sockPath    string
@@ -207,15 +212,23 @@ func (m *Main) Open() (err error) {
 	if err := os.MkdirAll(m.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// The process lock first: nothing in the data dir (socket, key) is touched unless we
+	// hold it.
+	if m.lock, err = lockDataDir(m.dataDir, lockExclusive, 500*time.Millisecond); err != nil {
+		return err
+	}
 	sealer, err := openSealer(m.opts.globalOptions, m.dataDir)
 	if err != nil {
 		return err
 	}
-	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer}); err != nil {
+	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer, NewMasterKey: m.opts.newMasterKey}); err != nil {
 		return err
 	}
 	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)
 	if m.Records, err = store.OpenRecordStore(m.dataDir); err != nil {
+		return err
+	}
+	if err := m.noteWarehouseFiles(); err != nil {
 		return err
 	}
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
@@ -417,10 +430,36 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if m.lock != nil {
+		m.lock.Close() // never removed: see lockName
+	}
 	if m.ownsDataDir {
 		_ = os.RemoveAll(m.dataDir)
 	}
 	return errors.Join(errs...)
+}
+
+// noteWarehouseFiles records in the control plane every warehouse file on disk (data dirs
+// from before such records, or a file whose record a crash lost) and every file created
+// from now on, so check can tell a lost warehouse file from one never written.
+func (m *Main) noteWarehouseFiles() error {
+	ids, err := m.Records.Files()
+	if err != nil {
+		return err
+	}
+	if err := m.Store.NoteWarehouseFiles(ids...); err != nil {
+		return err
+	}
+	dir := filepath.Join(m.dataDir, "warehouses")
+	m.Records.OnCreate = func(id string) error {
+		// The file's directory entry is made durable before the record that says it
+		// exists, so a crash never leaves a record without its file.
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		return m.Store.NoteWarehouseFiles(id)
+	}
+	return nil
 }
 
 // bootstrapFixture makes the ephemeral owner and its workspace-wide, all-scopes token.

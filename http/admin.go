@@ -88,6 +88,8 @@ func (s *Server) streamCopy(w http.ResponseWriter, what string, snapshot func() 
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
 	rc := http.NewResponseController(w)
+	// The deadline stays on the connection after this request: clear it for the next one.
+	defer rc.SetWriteDeadline(time.Time{})
 	buf := make([]byte, 1<<20)
 	var n int64
 	for {

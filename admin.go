@@ -34,7 +34,7 @@ func newAdminCommand(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			d, err := openData(g, false)
+			d, err := openData(g, false, false)
 			if err != nil {
 				return err
 			}

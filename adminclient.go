@@ -19,32 +19,54 @@ import (
 // dataAccess is how an offline command reaches the data: the store itself when no server
 // holds it, or else the running server's admin socket.
 type dataAccess struct {
-	store  *store.Store // set when opened directly
-	client *http.Client // set when talking to a running server
+	store    *store.Store // set when opened directly
+	readOnly bool         // store was opened read-only (check, backup)
+	lock     *os.File     // the process lock, held while store is open
+	client   *http.Client // set when talking to a running server
+	dataDir  string
 }
 
 func (d *dataAccess) Close() error {
+	var err error
 	if d.store != nil {
-		return d.store.Close()
+		err = d.store.Close()
 	}
-	return nil
+	if d.lock != nil {
+		d.lock.Close() // releases the flock
+	}
+	return err
 }
 
-// openData opens the data dir for a command. mustExist refuses to create a new data file
-// (backup and check of nothing is a mistake, not an empty success).
-func openData(g *globalOptions, mustExist bool) (*dataAccess, error) {
+// openData opens the data dir for a command, or else reaches the server that holds it.
+// mustExist refuses a missing data file (a check, backup or token of nothing is a mistake,
+// not an empty success); otherwise the data dir and its file are made. readOnly (check,
+// backup) changes nothing in the data dir: no lock file, no migration, no bucket, no key
+// check is created.
+func openData(g *globalOptions, mustExist, readOnly bool) (*dataAccess, error) {
 	dbPath := filepath.Join(g.dataDir, "lookout.db")
 	if _, err := os.Stat(dbPath); errors.Is(err, os.ErrNotExist) {
-		if mustExist {
+		if mustExist || readOnly {
 			return nil, fmt.Errorf("no data file at %s (is --data-dir right?)", dbPath)
 		}
 		if err := os.MkdirAll(g.dataDir, 0o700); err != nil {
 			return nil, err
 		}
 	}
-	st, err := store.Open(dbPath, store.Options{LockTimeout: 300 * time.Millisecond})
+	mode := lockExclusive
+	if readOnly {
+		mode = lockShared
+	}
+	const wait = 300 * time.Millisecond
+	lock, err := lockDataDir(g.dataDir, mode, wait)
 	if err == nil {
-		return &dataAccess{store: st}, nil
+		var st *store.Store
+		st, err = store.Open(dbPath, store.Options{LockTimeout: wait, ReadOnly: readOnly})
+		if err == nil {
+			return &dataAccess{store: st, readOnly: readOnly, lock: lock, dataDir: g.dataDir}, nil
+		}
+		if lock != nil {
+			lock.Close()
+		}
 	}
 	if !errors.Is(err, store.ErrLocked) {
 		return nil, err
@@ -61,7 +83,7 @@ func openData(g *globalOptions, mustExist bool) (*dataAccess, error) {
 		return nil, fmt.Errorf("the data dir is held by another process, and its admin socket %s does not answer: %w", sock, err)
 	}
 	resp.Body.Close()
-	return &dataAccess{client: c}, nil
+	return &dataAccess{client: c, dataDir: g.dataDir}, nil
 }
 
 // call sends a JSON request to the admin socket and decodes the envelope's data into out.

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -12,25 +14,17 @@ import (
 func newCheckCommand(g *globalOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "check",
-		Short: "Verify the data file: bbolt page consistency and Lookout's own invariants",
+		Short: "Verify the data dir: bbolt page consistency, Lookout's invariants, warehouse files and the master key",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := openData(g, true)
+			d, err := openData(g, true, true)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			var problems []string
 			if d.store != nil {
-				if problems, err = d.store.Check(); err == nil {
-					var rs *store.RecordStore
-					if rs, err = store.OpenRecordStore(g.dataDir); err == nil {
-						var more []string
-						more, err = rs.Check()
-						problems = append(problems, more...)
-						rs.Close()
-					}
-				}
+				problems, err = checkOffline(d.store, g)
 			} else {
 				var out struct {
 					Problems []string `json:"problems"`
@@ -51,4 +45,54 @@ func newCheckCommand(g *globalOptions) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// checkOffline checks a data dir no server holds, opening every file read-only: the
+// control plane, each warehouse file on disk, that every warehouse file the control plane
+// recorded is there, and that the master key (--master-key-file, LOOKOUT_MASTER_KEY or
+// <data-dir>/lookout.key, never created) opens the stored key check.
+func checkOffline(st *store.Store, g *globalOptions) ([]string, error) {
+	problems, err := st.Check()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := store.OpenRecordStore(g.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	files, err := rs.Files()
+	rs.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range files {
+		l, err := store.OpenReadOnlyLog(g.dataDir, id)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("warehouse file %s: %v", id, err))
+			continue
+		}
+		for _, p := range l.Check() {
+			problems = append(problems, fmt.Sprintf("warehouse file %s: %s", id, p))
+		}
+		l.Close()
+	}
+	more, err := st.CheckWarehouseFiles(files)
+	if err != nil {
+		return nil, err
+	}
+	problems = append(problems, more...)
+	keyFile := g.masterKeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(g.dataDir, "lookout.key")
+	}
+	var sealer *store.Sealer
+	key, err := store.ReadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"))
+	if err == nil && key != nil {
+		sealer, err = store.NewSealer(key)
+	}
+	if err != nil {
+		return append(problems, "master key: "+err.Error()), nil
+	}
+	more, err = st.CheckMasterKey(sealer)
+	return append(problems, more...), err
 }

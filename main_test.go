@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +50,7 @@ type proc struct {
 	stdout  *bufio.Reader
 	mu      sync.Mutex
 	stderr  bytes.Buffer
+	msgs    map[string]chan struct{} // log message -> closed once logged
 	exited  chan struct{}
 	waitErr error
 }
@@ -59,7 +62,7 @@ func startServe(t *testing.T, args ...string) *proc {
 	cmd.Env = append(os.Environ(), "LOOKOUT_MASTER_KEY=")
 	out, _ := cmd.StdoutPipe()
 	errp, _ := cmd.StderrPipe()
-	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), exited: make(chan struct{}), urls: map[string]string{}}
+	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), exited: make(chan struct{}), urls: map[string]string{}, msgs: map[string]chan struct{}{}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +76,10 @@ func startServe(t *testing.T, args ...string) *proc {
 			p.stderr.Write(append(line, '\n'))
 			p.mu.Unlock()
 			var rec struct{ Msg, Listener, URL string }
-			if json.Unmarshal(line, &rec) == nil && rec.Msg == "listening" {
+			if json.Unmarshal(line, &rec) == nil {
+				p.markLogged(rec.Msg)
+			}
+			if rec.Msg == "listening" {
 				p.mu.Lock()
 				p.urls[rec.Listener] = rec.URL
 				p.mu.Unlock()
@@ -99,6 +105,35 @@ func startServe(t *testing.T, args ...string) *proc {
 }
 
 func (p *proc) logs() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+// logged returns a channel that is closed once the server has logged msg: tests order
+// their steps on what the server says it did, never on sleeps.
+func (p *proc) logged(msg string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.msgChan(msg)
+}
+
+// markLogged closes msg's channel the first time msg is logged.
+func (p *proc) markLogged(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := p.msgChan(msg)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+func (p *proc) msgChan(msg string) chan struct{} {
+	ch := p.msgs[msg]
+	if ch == nil {
+		ch = make(chan struct{})
+		p.msgs[msg] = ch
+	}
+	return ch
+}
 
 // stop sends SIGTERM and waits for a clean exit.
 func (p *proc) stop(t *testing.T) {
@@ -277,7 +312,9 @@ func freeArgs(dir string) []string {
 }
 
 // TestKill9KeepsEveryAcknowledgedWrite kills serve with SIGKILL in the middle of a burst of
-// project writes, restarts it, and checks every write that got a 2xx is there and intact.
+// project writes (after a random number of them were acknowledged, so the kill lands
+// mid-burst whatever the machine's speed), restarts it, and checks every write that got a
+// 2xx is there and intact.
 func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	token, ws := bootstrap(t, dir)
@@ -287,6 +324,8 @@ func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
 		p := startServe(t, freeArgs(dir)...)
 		c := client{t: t, base: p.base, auth: token}
 		stop := make(chan struct{})
+		target, writes := 20+rand.IntN(60), 0
+		reached := make(chan struct{})
 		var wg sync.WaitGroup
 		for g := 0; g < 8; g++ {
 			wg.Add(1)
@@ -315,19 +354,23 @@ func TestKill9KeepsEveryAcknowledgedWrite(t *testing.T) {
 					if resp.StatusCode == 201 {
 						mu.Lock()
 						acked[env.Data.ID] = name
+						if writes++; writes == target {
+							close(reached)
+						}
 						mu.Unlock()
 					}
 				}
 			}(g)
 		}
-		time.Sleep(time.Duration(150+rand.IntN(250)) * time.Millisecond)
+		select {
+		case <-reached:
+		case <-p.exited:
+			t.Fatalf("serve exited: %v\n%s", p.waitErr, p.logs())
+		}
 		p.cmd.Process.Kill() // SIGKILL: no shutdown code runs
 		<-p.exited
 		close(stop)
 		wg.Wait()
-	}
-	if len(acked) < 50 {
-		t.Fatalf("only %d writes acknowledged; the test proves little", len(acked))
 	}
 	p := startServe(t, freeArgs(dir)...)
 	c := client{t: t, base: p.base, auth: token}
@@ -373,7 +416,8 @@ func TestOnlineBackupAndAdminSocket(t *testing.T) {
 	id := field(env, "data", "id")
 	// Through the socket while serving: a second owner, a token for it, a backup.
 	run(t, "another-password\n", false, "admin", "create-owner", "--data-dir", dir, "--email", "two@example.com", "--password-stdin")
-	tok2 := strings.TrimSpace(run(t, "", false, "token", "create", "--data-dir", dir, "--email", "ops@example.com", "--workspace", ws, "--scopes", "projects:read", "--projects", id))
+	// No --workspace: online as offline, it defaults to the account's only workspace.
+	tok2 := strings.TrimSpace(run(t, "", false, "token", "create", "--data-dir", dir, "--email", "ops@example.com", "--scopes", "projects:read", "--projects", id))
 	if st, _ := (client{t: t, base: p.base, auth: tok2}).do("GET", "/management/v1/projects/"+id, nil); st != 200 {
 		t.Fatalf("token made through the socket: %d", st)
 	}
@@ -392,26 +436,35 @@ func TestOnlineBackupAndAdminSocket(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
 		t.Fatalf("ingest: %v %v", err, resp)
 	}
-	out := filepath.Join(t.TempDir(), "backup.db")
-	run(t, "", false, "backup", "--data-dir", dir, "--out", out)
-	restored := t.TempDir()
-	os.MkdirAll(filepath.Join(restored, "warehouses"), 0o700)
-	if err := os.Rename(filepath.Join(out+".warehouses", warehouse+".db"), filepath.Join(restored, "warehouses", warehouse+".db")); err != nil {
-		t.Fatalf("warehouse copy missing: %v", err)
+	out := filepath.Join(t.TempDir(), "backup")
+	said := run(t, "", false, "backup", "--data-dir", dir, "--out", out)
+	// Each file with its own size, then the total: never the total as the main file's size.
+	dbInfo, _ := os.Stat(filepath.Join(out, "lookout.db"))
+	whInfo, _ := os.Stat(filepath.Join(out, "warehouses", warehouse+".db"))
+	if dbInfo == nil || whInfo == nil {
+		t.Fatalf("backup set incomplete: %s", said)
 	}
-	rs, err := store.OpenRecordStore(restored)
-	if err != nil {
-		t.Fatal(err)
+	for _, want := range []string{
+		fmt.Sprintf("lookout.db\t%d bytes\n", dbInfo.Size()),
+		fmt.Sprintf("warehouses/%s.db\t%d bytes\n", warehouse, whInfo.Size()),
+		fmt.Sprintf("2 files, %d bytes", dbInfo.Size()+whInfo.Size()),
+	} {
+		if !strings.Contains(said, want) {
+			t.Fatalf("backup said %q, want %q", said, want)
+		}
 	}
-	defer rs.Close()
-	wl, err := rs.Log(warehouse)
-	if err != nil {
-		t.Fatal(err)
+	if sums, _ := os.ReadFile(filepath.Join(out, "SHA256SUMS")); !strings.Contains(string(sums), "  warehouses/"+warehouse+".db\n") {
+		t.Fatalf("SHA256SUMS: %s", sums)
 	}
+	// The backup directory is laid out like a data dir: check reads it as one.
+	if said := run(t, "", false, "check", "--data-dir", out, "--master-key-file", filepath.Join(dir, "lookout.key")); !strings.Contains(said, "ok") {
+		t.Fatalf("check of the backup: %s", said)
+	}
+	wl := openWarehouse(t, out, warehouse)
 	if n, _ := wl.Count(model); n != 3 {
 		t.Fatalf("backup holds %d records, want 3", n)
 	}
-	b, err := store.Open(out, store.Options{ReadOnly: true})
+	b, err := store.Open(filepath.Join(out, "lookout.db"), store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,14 +489,22 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	token, ws := bootstrap(t, dir)
 	p := startServe(t, freeArgs(dir)...)
-	// A slow upload is in flight when SIGTERM arrives; it must still be answered.
+	// A slow upload is in flight when SIGTERM arrives; it must still be answered. With
+	// "Expect: 100-continue" the server says when the handler starts reading the body
+	// (Got100Continue), and the server's log says when it starts shutting down: each step
+	// waits for the previous one to have happened, not for a while.
 	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", p.base+"/management/v1/projects", pr)
+	reading := make(chan struct{})
+	trace := &httptrace.ClientTrace{Got100Continue: func() { close(reading) }}
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", p.base+"/management/v1/projects", pr)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Expect", "100-continue")
+	req.ContentLength = -1
+	c := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Hour}}
 	done := make(chan int, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			done <- 0
 			return
@@ -451,10 +512,15 @@ func TestGracefulShutdownDrainsInFlight(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
+	select {
+	case <-reading:
+	case st := <-done:
+		t.Fatalf("answered %d before the body was sent", st)
+	}
 	pw.Write([]byte(`{"workspace_id":"` + ws + `",`))
-	time.Sleep(100 * time.Millisecond) // let the request reach the handler
+	shutting := p.logged("shutting down: draining in-flight requests")
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	time.Sleep(100 * time.Millisecond)
+	<-shutting
 	pw.Write([]byte(`"name":"late"}`))
 	pw.Close()
 	if st := <-done; st != 201 {

@@ -38,6 +38,7 @@ type serveOptions struct {
 	wsIngestPath                string
 	wsDiscover                  bool
 	ephemeral                   bool
+	newMasterKey                bool
 	shutdownTimeout             time.Duration
 	ingestLimits                ingest.Limits
 	wsMaxConns, wsMaxPerClient  int
@@ -71,7 +72,9 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 					o.dataDir = "" // a fresh temporary directory, removed on exit
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGHUP (the terminal went away) shuts down cleanly too: its default would kill
+			// the process without removing the socket or an ephemeral data dir.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return runServe(ctx, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -97,6 +100,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", apphttp.DefaultBodyReadTimeout, "how long a console, Management or query request body may take to arrive in full; slower bodies get 408")
 	f.DurationVar(&o.ingestReadIdle, "ingest-read-idle-timeout", apphttp.DefaultIngestReadIdle, "how long an ingest body may send nothing before the request ends (streams have no overall deadline)")
 	f.Int64Var(&o.ingestMinRate, "ingest-min-rate", apphttp.DefaultIngestMinRate, "least average rate, in bytes per second, an ingest body must keep beyond its first idle period (-1: no rate rule)")
+	f.BoolVar(&o.newMasterKey, "new-master-key", false, "the master key was replaced on purpose (the old one is lost): accept it and store a new key check; secrets sealed with the old key stay unreadable")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 15*time.Second, "how long to let in-flight requests finish on SIGINT/SIGTERM")
 	f.Int64Var(&o.ingestLimits.MaxBody, "ingest-max-body", ingest.DefaultLimits.MaxBody, "most bytes one ingest request may hold once decompressed (413 past it)")
 	f.Int64Var(&o.ingestLimits.MaxRatio, "ingest-max-ratio", ingest.DefaultLimits.MaxRatio, "most times a gzip ingest body may inflate past its compressed size, once past 4 MiB (413 past it)")
@@ -209,6 +213,7 @@ type Main struct {
 
 	dataDir     string
 	ownsDataDir bool
+	lock        *os.File
 	servers     []*http.Server
 	admin       *http.Server
 	sockPath    string
@@ -240,15 +245,23 @@ func (m *Main) Open() (err error) {
 	if err := os.MkdirAll(m.dataDir, 0o700); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
+	// The process lock first: nothing in the data dir (socket, key) is touched unless we
+	// hold it.
+	if m.lock, err = lockDataDir(m.dataDir, lockExclusive, 500*time.Millisecond); err != nil {
+		return err
+	}
 	sealer, err := openSealer(m.opts.globalOptions, m.dataDir)
 	if err != nil {
 		return err
 	}
-	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer}); err != nil {
+	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer, NewMasterKey: m.opts.newMasterKey}); err != nil {
 		return err
 	}
 	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)
 	if m.Records, err = store.OpenRecordStore(m.dataDir); err != nil {
+		return err
+	}
+	if err := m.noteWarehouseFiles(); err != nil {
 		return err
 	}
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
@@ -486,10 +499,36 @@ func (m *Main) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if m.lock != nil {
+		m.lock.Close() // never removed: see lockName
+	}
 	if m.ownsDataDir {
 		_ = os.RemoveAll(m.dataDir)
 	}
 	return errors.Join(errs...)
+}
+
+// noteWarehouseFiles records in the control plane every warehouse file on disk (data dirs
+// from before such records, or a file whose record a crash lost) and every file created
+// from now on, so check can tell a lost warehouse file from one never written.
+func (m *Main) noteWarehouseFiles() error {
+	ids, err := m.Records.Files()
+	if err != nil {
+		return err
+	}
+	if err := m.Store.NoteWarehouseFiles(ids...); err != nil {
+		return err
+	}
+	dir := filepath.Join(m.dataDir, "warehouses")
+	m.Records.OnCreate = func(id string) error {
+		// The file's directory entry is made durable before the record that says it
+		// exists, so a crash never leaves a record without its file.
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		return m.Store.NoteWarehouseFiles(id)
+	}
+	return nil
 }
 
 // bootstrapFixture makes the ephemeral owner and its workspace-wide, all-scopes token.

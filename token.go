@@ -34,30 +34,17 @@ func newTokenCommand(g *globalOptions) *cobra.Command {
 				}
 				req.ExpiresAt = &t
 			}
-			d, err := openData(g, true)
+			d, err := openData(g, true, false)
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			var tok string
 			if d.store != nil {
-				u, err := d.store.UserByEmail(o.email)
-				if err != nil {
-					return fmt.Errorf("no account with e-mail address %q", o.email)
-				}
-				if req.WorkspaceID == "" {
-					if req.WorkspaceID, err = onlyWorkspace(d.store, u.ID); err != nil {
-						return err
-					}
-				}
-				tok, _, err = auth.CreateToken(d.store, u.ID, req)
-				if err != nil {
+				if tok, _, err = auth.CreateTokenForEmail(d.store, o.email, req); err != nil {
 					return describe(err)
 				}
 			} else {
-				if req.WorkspaceID == "" {
-					return errors.New("--workspace is required while the server runs")
-				}
 				var out struct {
 					Token string `json:"token"`
 				}
@@ -104,17 +91,6 @@ func parseExpiry(s string) (time.Time, error) {
 		return t, fmt.Errorf("--expires %q: give an RFC 3339 time or a duration such as 720h", s)
 	}
 	return t.UTC(), nil
-}
-
-func onlyWorkspace(st *store.Store, userID string) (string, error) {
-	wss, err := st.WorkspacesOf(userID)
-	if err != nil {
-		return "", err
-	}
-	if len(wss) != 1 {
-		return "", fmt.Errorf("the account belongs to %d workspaces: choose one with --workspace", len(wss))
-	}
-	return wss[0].ID, nil
 }
 
 // describe adds the offending fields to a validation error for the terminal.

@@ -3,8 +3,10 @@ package http
 import (
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"lookout/auth"
 	"lookout/store"
@@ -56,11 +58,7 @@ func (s *Server) handleAdminCreateToken(w http.ResponseWriter, r *http.Request, 
 	if err := decodeJSON(c.body, &in); err != nil {
 		return err
 	}
-	u, err := s.store.UserByEmail(in.Email)
-	if err != nil {
-		return err
-	}
-	tok, t, err := auth.CreateToken(s.store, u.ID, in.TokenRequest)
+	tok, t, err := auth.CreateTokenForEmail(s.store, in.Email, in.TokenRequest)
 	if err != nil {
 		return err
 	}
@@ -68,23 +66,56 @@ func (s *Server) handleAdminCreateToken(w http.ResponseWriter, r *http.Request, 
 	return nil
 }
 
-// streamCopy streams a consistent copy of one bbolt file, made by backup from one read
-// transaction, with its exact length up front so that a cut-off copy is detectable.
-func (s *Server) streamCopy(w http.ResponseWriter, what string, backup func(io.Writer, func(int64)) (int64, error)) error {
-	w.Header().Set("Content-Type", "application/octet-stream")
-	n, err := backup(w, func(size int64) { w.Header().Set("Content-Length", strconv.FormatInt(size, 10)) })
-	if err != nil && n == 0 {
+// backupStall is how long a backup stream may make no progress before the server drops
+// it: a stalled reader holds a temporary copy's disk space, nothing more.
+const backupStall = time.Minute
+
+// streamCopy streams a consistent copy of one bbolt file with its exact length up front, so
+// that a cut-off copy is detectable. The copy is first made into an unlinked temporary file
+// (snapshot): the read transaction lasts as long as a local disk copy, never as long as the
+// reader takes, because an open read transaction blocks every writer that must grow (remap)
+// the file. Each write must make progress within backupStall.
+func (s *Server) streamCopy(w http.ResponseWriter, what string, snapshot func() (*os.File, error)) error {
+	f, err := snapshot()
+	if err != nil {
 		return err
 	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
-		// The status is sent; the short body tells the client the copy failed.
-		s.log.Error("backup stream failed", "file", what, "err", err, "written", n)
+		return err
 	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	rc := http.NewResponseController(w)
+	// The deadline stays on the connection after this request: clear it for the next one.
+	defer rc.SetWriteDeadline(time.Time{})
+	buf := make([]byte, 1<<20)
+	var n int64
+	for {
+		m, rerr := f.Read(buf)
+		if m > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(backupStall))
+			if _, err = w.Write(buf[:m]); err != nil {
+				break
+			}
+			n += int64(m)
+		}
+		if rerr == io.EOF {
+			return nil
+		}
+		if rerr != nil {
+			err = rerr
+			break
+		}
+	}
+	// The status is sent; the short body tells the client the copy failed.
+	s.log.Error("backup stream failed", "file", what, "err", err, "written", n)
 	return nil
 }
 
 func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *call) error {
-	return s.streamCopy(w, "lookout.db", s.store.Backup)
+	return s.streamCopy(w, "lookout.db", s.store.Snapshot)
 }
 
 func (s *Server) handleAdminWarehouses(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -113,7 +144,7 @@ func (s *Server) handleAdminBackupWarehouse(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	return s.streamCopy(w, id+".db", log.Backup)
+	return s.streamCopy(w, id+".db", log.Snapshot)
 }
 
 func (s *Server) handleAdminCheck(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -123,6 +154,18 @@ func (s *Server) handleAdminCheck(w http.ResponseWriter, r *http.Request, c *cal
 	}
 	more, err := s.records.Check()
 	if err != nil {
+		return err
+	}
+	problems = append(problems, more...)
+	files, err := s.records.Files()
+	if err != nil {
+		return err
+	}
+	if more, err = s.store.CheckWarehouseFiles(files); err != nil {
+		return err
+	}
+	problems = append(problems, more...)
+	if more, err = s.store.CheckMasterKey(nil); err != nil {
 		return err
 	}
 	problems = append(problems, more...)

@@ -79,6 +79,9 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 		ts.Close()
 		its.Close()
 		ing.Close()
+		if p, err := records.Check(); err != nil || len(p) > 0 {
+			t.Errorf("warehouse check: %v %v", p, err)
+		}
 		records.Close()
 		if p, err := st.Check(); err != nil || len(p) > 0 {
 			t.Errorf("check: %v %v", p, err)

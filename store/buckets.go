@@ -12,7 +12,12 @@ import (
 // Keys are byte strings that sort in the order lists are served: ids are ULIDs (time-ordered),
 // composite keys join their parts with a 0 byte, which sorts below every id character.
 var (
-	bucketMeta = []byte("meta") // schemaVersionKey -> big-endian uint64
+	bucketMeta = []byte("meta") // schemaVersionKey -> big-endian uint64; keyCheckKey -> sealed keyCheckValue
+
+	// Embedded warehouses whose file has been created: made by the first entry (no
+	// migration), so an absent bucket means no file was ever recorded. Check expects a file
+	// for every entry; a warehouse without an entry never received a record.
+	bucketWarehouseFiles = []byte("warehouse_files.v1") // warehouse id -> RFC 3339 time first seen
 
 	bucketUsers        = []byte("users.v1")          // user id -> userRecord JSON
 	bucketUsersByEmail = []byte("users_by_email.v1") // lower-case email -> user id
@@ -50,7 +55,10 @@ var (
 	bucketDiscovery     = []byte("discovery_sessions.v1")    // session id -> discoveryRecord JSON
 )
 
-var schemaVersionKey = []byte("schema_version")
+var (
+	schemaVersionKey = []byte("schema_version")
+	keyCheckKey      = []byte("master_key_check")
+)
 
 // pairKey joins two key parts with a 0 byte.
 func pairKey(a, b string) []byte {

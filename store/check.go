@@ -11,12 +11,17 @@ import (
 // Check verifies the data file: bbolt's own page-level consistency check, then Lookout's
 // invariants (every index entry points at a record that points back, every reference
 // resolves, every workspace keeps an owner). It returns every problem found; none means
-// the file is sound. It runs in one read transaction, so it is safe while serving.
+// the file is sound. It runs in one read transaction, so it is safe while serving. A file
+// opened read-only at an older schema version is checked as far as its buckets go.
 func (s *Store) Check() ([]string, error) {
 	var problems []string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			problems = append(problems, "bbolt: "+err.Error())
+		}
+		if readSchemaVersion(tx) == 0 {
+			problems = append(problems, "the file has no Lookout schema version: it is not a Lookout data file")
+			return nil
 		}
 		problems = append(problems, checkInvariants(tx)...)
 		return nil
@@ -141,7 +146,12 @@ func checkInvariants(tx *bolt.Tx) []string {
 			bad("%s has %d entries for %d tokens", b, n, tokens)
 		}
 	}
-	out = append(out, checkResources(tx)...)
+	if hasBuckets(tx, resourceBuckets()...) { // absent before schema version 3
+		out = append(out, checkResources(tx)...)
+	}
+	if !hasBuckets(tx, bucketSessionsByExpiry) { // absent before schema version 4
+		return out
+	}
 	sessions := 0
 	_ = tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
 		sessions++
@@ -173,6 +183,25 @@ func firstPart(k []byte) string {
 		}
 	}
 	return string(k)
+}
+
+// hasBuckets reports whether every named bucket exists.
+func hasBuckets(tx *bolt.Tx, names ...[]byte) bool {
+	for _, n := range names {
+		if tx.Bucket(n) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// resourceBuckets are the buckets checkResources reads.
+func resourceBuckets() [][]byte {
+	out := [][]byte{bucketByProject, bucketModelKeys, bucketAPIKeys, bucketRuntimeHashes, bucketClientCAs, bucketProjects}
+	for _, k := range resourceKinds {
+		out = append(out, k.bucket)
+	}
+	return out
 }
 
 var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA, KindDiscovery}

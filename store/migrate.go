@@ -113,15 +113,12 @@ func migrate(s *Store) error {
 	})
 }
 
-// checkVersion is migrate's read-only twin, for files opened read-only.
+// checkVersion is migrate's read-only twin, for files opened read-only: a newer file is
+// refused, an older one is read as it is (Check skips the buckets it does not have yet).
 func checkVersion(db *bolt.DB) error {
 	return db.View(func(tx *bolt.Tx) error {
-		cur := readSchemaVersion(tx)
-		if cur > uint64(len(migrations)) {
+		if cur := readSchemaVersion(tx); cur > uint64(len(migrations)) {
 			return ErrNewerFile{File: int(cur), Binary: len(migrations)}
-		}
-		if cur < uint64(len(migrations)) {
-			return fmt.Errorf("data file has schema version %d, older than this binary's %d: run lookout serve once to migrate it", cur, len(migrations))
 		}
 		return nil
 	})

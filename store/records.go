@@ -55,6 +55,11 @@ const IdempotencyTTL = 24 * time.Hour
 
 // RecordStore opens embedded warehouse files on first use and keeps them open.
 type RecordStore struct {
+	// OnCreate, when set, is told the id of every warehouse file Log creates, once the file
+	// exists (serve records it in the control plane, so check can tell lost from never
+	// written). An error fails that Log call.
+	OnCreate func(warehouseID string) error
+
 	dir  string
 	mu   sync.Mutex
 	logs map[string]*RecordLog
@@ -84,11 +89,17 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 	if err := os.MkdirAll(rs.dir, 0o700); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(filepath.Join(rs.dir, warehouseID+".db"), 0o600, warehouseOptions())
+	path := filepath.Join(rs.dir, warehouseID+".db")
+	_, statErr := os.Stat(path)
+	db, err := bolt.Open(path, 0o600, warehouseOptions())
 	if err != nil {
 		return nil, fmt.Errorf("open warehouse %s: %w", warehouseID, err)
 	}
-	if err := upgradeWarehouse(db); err != nil {
+	err = upgradeWarehouse(db)
+	if err == nil && errors.Is(statErr, os.ErrNotExist) && rs.OnCreate != nil {
+		err = rs.OnCreate(warehouseID)
+	}
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("warehouse %s: %w", warehouseID, err)
 	}

@@ -7,12 +7,25 @@ import (
 	"time"
 )
 
-func TestRecordLogScanAndIdempotency(t *testing.T) {
+// openTestRecords opens a record store under t.TempDir and runs bbolt's check on every
+// warehouse file at cleanup, as openTest does for lookout.db.
+func openTestRecords(t *testing.T) *RecordStore {
+	t.Helper()
 	rs, err := OpenRecordStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close()
+	t.Cleanup(func() {
+		if p, err := rs.Check(); err != nil || len(p) > 0 {
+			t.Errorf("warehouse check: %v %v", p, err)
+		}
+		rs.Close()
+	})
+	return rs
+}
+
+func TestRecordLogScanAndIdempotency(t *testing.T) {
+	rs := openTestRecords(t)
 	if _, err := rs.Log("../escape"); err == nil {
 		t.Fatal("accepted a path as a warehouse id")
 	}

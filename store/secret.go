@@ -175,3 +175,23 @@ func (s *Sealer) DeriveKey(purpose string) []byte {
 	m.Write([]byte("lookout/" + purpose))
 	return m.Sum(nil)
 }
+
+// ReadMasterKey is LoadMasterKey for commands that must change nothing (check): the env
+// value wins, else the key file is read; a missing file gives (nil, nil) and is never
+// created.
+func ReadMasterKey(path, env string) ([]byte, error) {
+	if env = strings.TrimSpace(env); env != "" {
+		return parseKey(env)
+	}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read master key: %w", err)
+	}
+	if len(raw) == MasterKeySize {
+		return raw, nil
+	}
+	return parseKey(strings.TrimSpace(string(raw)))
+}

@@ -35,13 +35,19 @@ type Store struct {
 type Options struct {
 	// LockTimeout bounds the wait for the file lock another process holds; 0 means 1 s.
 	LockTimeout time.Duration
-	// ReadOnly opens without migrating (the file must already be current) and with a shared lock.
+	// ReadOnly opens with a shared lock and changes nothing: no migration, no key check
+	// written. A file older than the binary opens too (a backup before an upgrade, a
+	// check of an old copy); only a newer one is refused.
 	ReadOnly bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Sealer encrypts stored secrets. Without one, writes that carry a secret fail; reads,
-	// backups and checks work.
+	// backups and checks work. With one, a read-write Open checks that the sealer's key is
+	// the data file's (see ErrWrongMasterKey), storing the key check on first use.
 	Sealer *Sealer
+	// NewMasterKey replaces the stored key check with one for Sealer's key: the operator
+	// lost the old key and accepts that secrets sealed with it stay unreadable.
+	NewMasterKey bool
 }
 
 // ErrLocked is returned by Open when another process holds the data file.
@@ -70,8 +76,8 @@ func Open(path string, opts Options) (*Store, error) {
 	s := &Store{db: db, Now: opts.Now, sealer: opts.Sealer}
 	if opts.ReadOnly {
 		err = checkVersion(db)
-	} else {
-		err = migrate(s)
+	} else if err = migrate(s); err == nil && opts.Sealer != nil {
+		err = s.ensureKeyCheck(opts.NewMasterKey)
 	}
 	if err != nil {
 		db.Close()

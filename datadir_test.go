@@ -23,13 +23,7 @@ func seedRecords(t *testing.T, dir string) (warehouse string) {
 	token, ws := bootstrap(t, dir)
 	p := startServe(t, freeArgs(dir)...)
 	c := client{t: t, base: p.base, auth: token}
-	mk := func(path string, body map[string]any) map[string]any {
-		st, env := c.do("POST", "/management/v1"+path, body)
-		if st != 201 {
-			t.Fatalf("POST %s: %d %v", path, st, env)
-		}
-		return env["data"].(map[string]any)
-	}
+	mk := c.create
 	pid := mk("/projects", map[string]any{"workspace_id": ws, "name": "seed"})["id"].(string)
 	warehouse = mk("/models", map[string]any{"project_id": pid, "key": "events", "fields": []map[string]any{{"name": "n", "type": "integer"}}})["warehouse_id"].(string)
 	ic := mk("/ingest-clients", map[string]any{"project_id": pid, "name": "in", "models": []string{"events"}})["id"].(string)

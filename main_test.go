@@ -199,6 +199,17 @@ func (c client) do(method, path string, body any) (int, map[string]any) {
 	return resp.StatusCode, env
 }
 
+// create POSTs a Management resource and returns its data, failing the test on any
+// answer but 201.
+func (c client) create(path string, body map[string]any) map[string]any {
+	c.t.Helper()
+	st, env := c.do("POST", "/management/v1"+path, body)
+	if st != 201 {
+		c.t.Fatalf("POST %s: %d %v", path, st, env)
+	}
+	return env["data"].(map[string]any)
+}
+
 func field(env map[string]any, path ...string) string {
 	var v any = env
 	for _, k := range path {

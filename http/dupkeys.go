@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"lookout/store"
 )
@@ -147,11 +149,12 @@ func (d *dupScanner) object(depth int) bool {
 		if !ok {
 			return false
 		}
-		if _, dup := seen[key]; dup {
+		folded := foldKey(key)
+		if _, dup := seen[folded]; dup {
 			d.found, d.dupKey, d.dupPath = true, key, d.pathString()
 			return false
 		}
-		seen[key] = struct{}{}
+		seen[folded] = struct{}{}
 		d.ws()
 		if d.i >= len(d.s) || d.s[d.i] != ':' {
 			return false
@@ -222,4 +225,30 @@ func (d *dupScanner) pathString() string {
 		b.WriteString(f.key)
 	}
 	return b.String()
+}
+
+// foldKey maps a key to one spelling per case-insensitive class: encoding/json matches
+// struct fields without regard to case (Unicode simple folding), so "workspace_id" and
+// "WORKSPACE_ID" fill the same field and must count as the same key here, or an access
+// check reading one could be fooled by a decode taking the other. Each rune becomes the
+// lowercase of the smallest rune of its folding orbit (K, k and the Kelvin sign all
+// become k); keys of ASCII without capitals, the usual case, are already in that form.
+func foldKey(k string) string {
+	plain := true
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c >= utf8.RuneSelf || (c >= 'A' && c <= 'Z') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return k
+	}
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return unicode.ToLower(least)
+	}, k)
 }

@@ -22,7 +22,10 @@ func TestCheckDuplicateKeys(t *testing.T) {
 		{` { "a" : 1 , "a" : 2 } `, "a"},
 		{`{"a":"x","\u0061":"y"}`, "a"},
 		{`{"a\"b":1,"a\"b":2}`, `a"b`},
-		{`{"a":1,"A":2}`, ""},
+		{`{"a":1,"A":2}`, "A"}, // encoding/json fills one field from both
+		{`{"workspace_id":"w1","WORKSPACE_ID":"w2","name":"x"}`, "WORKSPACE_ID"},
+		{`{"kind":1,"\u212aind":2}`, "Kind"}, // the Kelvin sign folds to k
+		{`{"a":1,"b":2,"ab":3}`, ""},
 		{`{"o":{"a":1},"p":{"a":1}}`, ""},
 		{`{"o":{"a":1,"a":1}}`, "o.a"},
 		{`{"fields":[{"name":"x"},{"name":"y","type":"s","name":"z"}]}`, "fields[1].name"},
@@ -54,7 +57,9 @@ func TestCheckDuplicateKeys(t *testing.T) {
 	}
 }
 
-// refDuplicate is the reference: encoding/json's tokenizer, one key set per open object.
+// refDuplicate is the reference: encoding/json's tokenizer, one list of keys per open
+// object, each new key compared with strings.EqualFold to every earlier one (as
+// encoding/json matches keys to fields).
 func refDuplicate(b []byte) (bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	type obj struct {
@@ -76,8 +81,10 @@ func refDuplicate(b []byte) (bool, error) {
 		}
 		if top != nil && top.expectKey {
 			if k, ok := tok.(string); ok {
-				if top.keys[k] {
-					return true, nil
+				for seen := range top.keys {
+					if strings.EqualFold(seen, k) {
+						return true, nil
+					}
 				}
 				top.keys[k] = true
 				top.expectKey = false
@@ -125,4 +132,33 @@ func FuzzCheckDuplicateKeys(f *testing.F) {
 			t.Fatalf("%q: scanner says duplicate=%v (%v), reference says %v", b, got, err, want)
 		}
 	})
+}
+
+// TestCaseVariantKeysCannotSteerAccess: access is decided from a body field before the
+// handler decodes the body with encoding/json, which matches keys without regard to case;
+// a body naming the workspace twice in two spellings must be refused, never decoded into
+// the other workspace.
+func TestCaseVariantKeysCannotSteerAccess(t *testing.T) {
+	h := newHarness(t)
+	w := h.world()
+	for _, b := range []string{"/api/v1/projects", "/management/v1/projects"} {
+		authz := "Bearer " + w.ownerSes
+		if strings.HasPrefix(b, "/management") {
+			authz = "Bearer " + w.tokens["allowed"]
+		}
+		body := map[string]any{"workspace_id": w.ws.ID, "WORKSPACE_ID": w.otherWS.ID, "name": "sneaky"}
+		r := h.do("POST", b, authz, body)
+		if r.status != 400 || !strings.Contains(r.body, "appears twice") {
+			t.Fatalf("%s: %d %s", b, r.status, r.body)
+		}
+	}
+	list, _, err := h.st.ListProjects(store.ProjectFilter{WorkspaceID: w.otherWS.ID, SeeRestricted: true}, store.Page{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list {
+		if p.Name == "sneaky" {
+			t.Fatal("a project was created in another workspace")
+		}
+	}
 }

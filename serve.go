@@ -413,12 +413,12 @@ func (m *Main) startAdminSocket() error {
 }
 
 // flushUsage writes batched token last_used_at times every few seconds and drops expired
-// Idempotency-Key entries and expired console sessions every ten minutes.
+// Idempotency-Key entries and expired console sessions every minute.
 func (m *Main) flushUsage() {
 	defer close(m.flushDone)
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
-	prune := time.NewTicker(10 * time.Minute)
+	prune := time.NewTicker(time.Minute)
 	defer prune.Stop()
 	for {
 		select {
@@ -482,7 +482,7 @@ func (m *Main) Close(ctx context.Context) error {
 		<-m.flushDone
 	}
 	if m.Ingest != nil {
-		m.Ingest.Close() // commits what is queued
+		m.Ingest.Close(ctx) // commits what is queued, until the shutdown deadline
 	}
 	if m.Records != nil {
 		if err := m.Records.Close(); err != nil {

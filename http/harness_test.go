@@ -78,7 +78,7 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	t.Cleanup(func() {
 		ts.Close()
 		its.Close()
-		ing.Close()
+		ing.Close(nil)
 		if p, err := records.Check(); err != nil || len(p) > 0 {
 			t.Errorf("warehouse check: %v %v", p, err)
 		}

@@ -152,6 +152,9 @@ type wsReply struct {
 	Rejected *int            `json:"rejected,omitempty"`
 	Errors   any             `json:"errors,omitempty"`
 	Message  string          `json:"message,omitempty"`
+	// ResumeIndex is set, with Accepted and IngestID, when a message failed after part of
+	// it was stored: records [0, resume_index) of its data are stored, the rest are not.
+	ResumeIndex *int `json:"resume_index,omitempty"`
 }
 
 // wsPingEvery keeps idle sockets alive through proxies and finds dead peers.
@@ -179,13 +182,13 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 		return hw.refusal(err)
 	}
 	defer conn.CloseNow()
-	if !sk.attach(conn) {
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if !sk.attach(conn, cancel) {
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
 		return nil
 	}
 	conn.SetReadLimit(limit)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
 	go func() {
 		t := time.NewTicker(wsPingEvery)
 		defer t.Stop()
@@ -325,7 +328,12 @@ func (s *Server) handleWSIngest(w http.ResponseWriter, r *http.Request, c *call)
 		case errors.As(err, &none):
 			return wsReply{Type: "error", ID: m.ID, IngestID: none.Result.IngestID, Message: "no valid records: nothing was stored", Errors: none.Result.Errors}
 		}
-		return wsReply{Type: "error", ID: m.ID, Message: safeMessage(ingestError(err))}
+		out := wsReply{Type: "error", ID: m.ID, Message: safeMessage(ingestError(err))}
+		var part *ingest.Partial
+		if errors.As(err, &part) {
+			out.IngestID, out.Accepted, out.ResumeIndex = part.IngestID, &part.Accepted, part.ResumeIndex
+		}
+		return out
 	})
 }
 

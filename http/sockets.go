@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -30,9 +31,12 @@ type sockets struct {
 }
 
 // socket is one open WebSocket; mu is held while a message is handled and answered, so
-// shutdown closes it between messages, never between a commit and its ack.
+// shutdown closes it between messages, never between a commit and its ack. conn and
+// cancel are also reachable without mu: when the shutdown deadline passes, a socket stuck
+// in a message (a client that stopped reading its acks) is cut without waiting for it.
 type socket struct {
-	conn      *websocket.Conn
+	conn      atomic.Pointer[websocket.Conn]
+	cancel    atomic.Pointer[context.CancelFunc] // ends the handler's context; set by attach
 	client    string
 	mu        sync.Mutex
 	goingAway bool
@@ -102,9 +106,8 @@ func (ss *sockets) goAway(ctx context.Context) {
 		go func(sk *socket) {
 			sk.mu.Lock()
 			sk.goingAway = true
-			conn := sk.conn
 			sk.mu.Unlock()
-			if conn != nil {
+			if conn := sk.conn.Load(); conn != nil {
 				conn.Close(websocket.StatusGoingAway, "server shutting down")
 			}
 		}(sk)
@@ -114,22 +117,25 @@ func (ss *sockets) goAway(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		// No lock here: a handler stuck in a message holds its socket's. Its context ends
+		// and its connection drops; it finishes on its own, and the writers answer it.
 		for _, sk := range open {
-			sk.mu.Lock()
-			conn := sk.conn
-			sk.mu.Unlock()
-			if conn != nil {
+			if cancel := sk.cancel.Load(); cancel != nil {
+				(*cancel)()
+			}
+			if conn := sk.conn.Load(); conn != nil {
 				conn.CloseNow()
 			}
 		}
 	}
 }
 
-// attach records the accepted connection; false when shutdown began in between, in
-// which case the caller closes it with 1001 itself.
-func (sk *socket) attach(conn *websocket.Conn) bool {
+// attach records the accepted connection and its handler's cancel; false when shutdown
+// began in between, in which case the caller closes it with 1001 itself.
+func (sk *socket) attach(conn *websocket.Conn, cancel context.CancelFunc) bool {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
-	sk.conn = conn
+	sk.conn.Store(conn)
+	sk.cancel.Store(&cancel)
 	return !sk.goingAway
 }

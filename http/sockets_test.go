@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -103,5 +104,72 @@ func TestGoAwayClosesSocketsWith1001(t *testing.T) {
 	}
 	if _, resp, err := dial(); err == nil || resp == nil || resp.StatusCode != 503 {
 		t.Fatalf("handshake during shutdown: %v %v", err, resp)
+	}
+}
+
+// TestGoAwayKeepsItsDeadline: a socket whose handler is stuck in a message (it holds the
+// socket, as while a client does not read its ack) does not hold shutdown past its
+// deadline: GoAway returns and the connection is dropped.
+func TestGoAwayKeepsItsDeadline(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/ingest"
+	c, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"schema":"orders","data":[{"id":"a"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Read(ctx); err != nil { // the server side is attached now
+		t.Fatal(err)
+	}
+	rw.srv.sockets.mu.Lock()
+	var stuck *socket
+	for sk := range rw.srv.sockets.open {
+		stuck = sk
+	}
+	rw.srv.sockets.mu.Unlock()
+	stuck.mu.Lock() // as a handler in the middle of a message holds it
+	defer stuck.mu.Unlock()
+	expired, cancelNow := context.WithCancel(context.Background())
+	cancelNow()
+	rw.srv.GoAway(expired) // must return although the socket is busy
+	if _, _, err := c.Read(ctx); err == nil {
+		t.Fatal("the connection of a stuck socket stayed open after the deadline")
+	}
+}
+
+// TestWebSocketPartialSaysWhatWasStored: a message stored in part (here: the quota runs
+// out after its first chunk) is answered with how many records are stored and where to
+// resume, as over HTTP, so a client never resends what is stored.
+func TestWebSocketPartialSaysWhatWasStored(t *testing.T) {
+	rw := newRuntimeWorld(t)
+	rw.do("PUT", "/management/v1/ingest-clients/"+rw.clients["keys"], rw.all, map[string]any{"quota": map[string]any{"records_per_minute": 2}})
+	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/ingest"
+	c, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"id":"m1","schema":"orders","data":[{"id":"a"},{"id":"b"},{"id":"c"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Type        string
+		IngestID    string `json:"ingest_id"`
+		Accepted    *int
+		ResumeIndex *int `json:"resume_index"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.Type != "error" || r.IngestID == "" || r.Accepted == nil || *r.Accepted != 2 || r.ResumeIndex == nil || *r.ResumeIndex != 2 {
+		t.Fatalf("reply %s", b)
 	}
 }

@@ -144,6 +144,7 @@ type jsonBody struct {
 	state  int
 	held   []item
 	rec    []byte
+	open   []byte  // the brackets open in the record being cut out
 	seen   [2]bool // schema, data: each may appear once
 }
 
@@ -233,10 +234,10 @@ func (j *jsonBody) readString(max int) (string, error) {
 // delimiter. It returns the byte after the value (whitespace skipped).
 func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 	j.rec = append(j.rec[:0], c)
-	depth := 0
+	j.open = j.open[:0]
 	switch c {
 	case '{', '[':
-		depth = 1
+		j.open = append(j.open, c)
 	case '"':
 		if err := j.cutString(); err != nil {
 			return nil, 0, err
@@ -259,7 +260,9 @@ func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 			j.rec = append(j.rec, c)
 		}
 	}
-	for depth > 0 {
+	// Brackets are matched by kind, so a record like {"a":[1} is a syntax error here,
+	// where it is, instead of swallowing the records after it.
+	for len(j.open) > 0 {
 		c, err := j.readByte()
 		if err != nil {
 			return nil, 0, err
@@ -267,12 +270,19 @@ func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 		j.rec = append(j.rec, c)
 		switch c {
 		case '{', '[':
-			depth++
-			if depth > 2*maxDepthJSON {
+			if len(j.open) >= maxDepthJSON {
 				return nil, 0, j.syntax("records nest too deeply")
 			}
+			j.open = append(j.open, c)
 		case '}', ']':
-			depth--
+			want := byte('{')
+			if c == ']' {
+				want = '['
+			}
+			if j.open[len(j.open)-1] != want {
+				return nil, 0, j.syntax(fmt.Sprintf("%q closes a bracket it does not match", c))
+			}
+			j.open = j.open[:len(j.open)-1]
 		case '"':
 			if err := j.cutString(); err != nil {
 				return nil, 0, err

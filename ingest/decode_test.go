@@ -66,6 +66,8 @@ func TestJSONBody(t *testing.T) {
 		{`{"schema":"m","data":[{"a":1}]} trailing`, 1, "m", "after"},
 		{`{"schema":"m","data":[{"a":`, 0, "", "JSON object"},
 		{`[]`, 0, "", "JSON object"},
+		{`{"schema":"m","data":[{"a":[1},{"b":2}]}`, 0, "", "does not match"},
+		{`{"schema":"m","data":[{"a":1}],"data":[{"b":2}]}`, 1, "m", "appears twice"},
 	} {
 		items, err := drain(t, newJSONBody(strings.NewReader(tc.in)))
 		if tc.wantErr != "" {

@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strings"
@@ -168,16 +169,17 @@ func (s *Service) SetLimits(l Limits) {
 	s.idemMemory = limits.NewBudget(l.IdempotentMemory)
 }
 
-// Close stops the writers after they commit what is queued; every request waiting on a
-// writer is answered (committed, or ErrBusy if it had not been queued yet).
-func (s *Service) Close() {
+// Close stops the writers after they commit what is queued, until ctx ends (nil: no
+// deadline); every request waiting on a writer is answered: committed, or ErrBusy if its
+// batch was not committed by then.
+func (s *Service) Close(ctx context.Context) {
 	s.mu.Lock()
 	s.closed = true
 	ws := s.writers
 	s.writers = map[string]*writer{}
 	s.mu.Unlock()
 	for _, w := range ws {
-		w.close()
+		w.close(ctx)
 	}
 }
 
@@ -439,6 +441,8 @@ type run struct {
 	recs     [][]byte // an idempotent request keeps all its records here until the end
 	lastPos  int      // position of the last record in recs
 	reserved int64    // bytes of the idempotent-request memory budget held
+	retired  int64    // capacity of arena arrays outgrown but still referenced by recs
+	recBytes int      // bytes of the records in recs
 
 	stream    stream
 	chunks    []chunk // queued, oldest first
@@ -546,9 +550,20 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 			r.recordError(it.pos, "schema", fmt.Sprintf("names %q but this request writes %q: one schema per request", schema, r.schema))
 			continue
 		}
-		start := len(r.arena)
+		if r.idemKey != nil && cap(r.arena)-len(r.arena) < len(it.raw)+sysRoom {
+			// An idempotent request holds every record until its commit: fill fixed
+			// blocks instead of letting append double (and copy) one ever larger array,
+			// which kept two or three times the records' size alive.
+			r.retired += int64(cap(r.arena))
+			r.arena = make([]byte, 0, max(idemBlock, len(it.raw)+sysRoom))
+		}
+		start, oldCap := len(r.arena), cap(r.arena)
 		var ferrs []store.FieldError
 		r.arena, ferrs = r.validator.Validate(it.raw, r.arena, sys)
+		if cap(r.arena) != oldCap && r.idemKey != nil {
+			// The records already in recs keep the outgrown array alive until the commit.
+			r.retired += int64(oldCap)
+		}
 		if len(ferrs) > 0 {
 			r.res.Rejected++
 			for _, fe := range ferrs {
@@ -557,6 +572,7 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 			continue
 		}
 		r.recs = append(r.recs, r.arena[start:len(r.arena):len(r.arena)])
+		r.recBytes += len(r.arena) - start
 		r.lastPos = it.pos
 		r.res.Accepted++
 		if r.idemKey != nil {
@@ -660,7 +676,7 @@ func (r *run) flush(received time.Time) error {
 		return err
 	}
 	r.chunks = append(r.chunks, chunk{p: p, recs: r.recs, endPos: r.lastPos})
-	r.arena, r.recs = nil, nil
+	r.arena, r.recs, r.recBytes = nil, nil, 0
 	return nil
 }
 
@@ -728,10 +744,10 @@ func (r *run) partial(err error) error {
 // holdMemory keeps an idempotent request's buffered records within its own cap and the
 // process-wide budget for such requests.
 func (r *run) holdMemory() error {
-	if len(r.arena) > MaxIdempotentBytes {
+	if r.recBytes > MaxIdempotentBytes {
 		return errf(store.CodeTooLarge, "a request with an Idempotency-Key is committed at once and may hold at most %d bytes of records; split it into several requests", MaxIdempotentBytes)
 	}
-	for int64(len(r.arena))+int64(cap(r.recs))*24 > r.reserved {
+	for r.retired+int64(cap(r.arena))+int64(cap(r.recs))*24 > r.reserved {
 		if !r.s.idemMemory.Reserve(idemMemoryStep) {
 			return ErrMemory
 		}
@@ -747,6 +763,13 @@ func (r *run) releaseMemory() {
 
 // idemMemoryStep is how much of the budget an idempotent request takes at a time.
 const idemMemoryStep = 1 << 20
+
+// idemBlock is the size of the blocks an idempotent request's records are stored in;
+// sysRoom is what a stored record may need beyond its raw size (the system fields).
+const (
+	idemBlock = 1 << 20
+	sysRoom   = 256
+)
 
 // checkReplay answers a repeated Idempotency-Key from what was stored for it: the first
 // response when the request is the same, 422 when the key was used for another request.
@@ -802,8 +825,8 @@ func (s *Service) committed(projectID, modelKey string, recs [][]byte) {
 	}
 }
 
-// PruneIdempotency deletes expired Idempotency-Key entries from every warehouse file this
-// service writes to, a bounded number per file per call. Main calls it periodically.
+// PruneIdempotency deletes every expired Idempotency-Key entry from every warehouse file this
+// service writes to, in transactions of a bounded size. Main calls it every minute.
 func (s *Service) PruneIdempotency() error {
 	s.mu.Lock()
 	logs := make([]*store.RecordLog, 0, len(s.writers))
@@ -813,7 +836,9 @@ func (s *Service) PruneIdempotency() error {
 	s.mu.Unlock()
 	var errs []error
 	for _, l := range logs {
-		if _, err := l.PruneIdempotency(s.now(), 10_000); err != nil {
+		// Everything due goes, however much: the log prunes through its expiry index in
+		// transactions of a bounded size, so writers wait at most one of them.
+		if _, err := l.PruneIdempotency(s.now(), math.MaxInt); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -59,6 +59,9 @@ type writer struct {
 	stop    chan struct{} // closed first: wakes enqueues blocked on a full queue
 	quit    chan struct{} // closed once no enqueue can happen any more: drain and exit
 	done    chan struct{}
+	// deadline ends the final drain: batches still queued then are answered ErrBusy
+	// instead of committed, so a shutdown keeps its timeout. Set before quit is closed.
+	deadline context.Context
 }
 
 func newWriter(log *store.RecordLog) *writer {
@@ -71,6 +74,12 @@ func newWriter(log *store.RecordLog) *writer {
 func (w *writer) run() {
 	defer close(w.done)
 	for {
+		select { // once stopping, the drain (and its deadline) decides
+		case <-w.quit:
+			w.drain()
+			return
+		default:
+		}
 		var first *pending
 		select {
 		case first = <-w.queue:
@@ -78,20 +87,24 @@ func (w *writer) run() {
 			w.drain()
 			return
 		}
-		group := []*pending{first}
-		n := len(first.batch.Records)
-	gather:
-		for n < maxGroupRecords {
-			select {
-			case p := <-w.queue:
-				group = append(group, p)
-				n += len(p.batch.Records)
-			default:
-				break gather
-			}
-		}
-		w.commit(group)
+		w.commit(w.gather(first))
 	}
+}
+
+// gather takes every batch waiting behind first, up to maxGroupRecords, for one commit.
+func (w *writer) gather(first *pending) []*pending {
+	group := []*pending{first}
+	n := len(first.batch.Records)
+	for n < maxGroupRecords {
+		select {
+		case p := <-w.queue:
+			group = append(group, p)
+			n += len(p.batch.Records)
+		default:
+			return group
+		}
+	}
+	return group
 }
 
 func (w *writer) commit(group []*pending) {
@@ -117,13 +130,18 @@ func (w *writer) commit(group []*pending) {
 	}
 }
 
-// drain commits what is queued when the writer stops, so no accepted work is dropped.
-// It runs after every enqueue has finished, so the queue only shrinks.
+// drain commits what is queued when the writer stops, in groups as run does, until the
+// deadline; what is left then is answered ErrBusy (its caller was never told it was
+// stored). It runs after every enqueue has finished, so the queue only shrinks.
 func (w *writer) drain() {
 	for {
 		select {
 		case p := <-w.queue:
-			w.commit([]*pending{p})
+			if w.deadline != nil && w.deadline.Err() != nil {
+				p.done <- ErrBusy
+				continue
+			}
+			w.commit(w.gather(p))
 		default:
 			return
 		}
@@ -170,9 +188,9 @@ func (w *writer) submit(ctx context.Context, b *store.AppendBatch) error {
 	return <-p.done
 }
 
-// close stops taking batches, commits every batch already queued, answers every waiter,
-// and returns when the writer goroutine is gone.
-func (w *writer) close() {
+// close stops taking batches, commits the batches already queued until ctx ends (nil: no
+// deadline), answers every waiter, and returns when the writer goroutine is gone.
+func (w *writer) close(ctx context.Context) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -183,6 +201,7 @@ func (w *writer) close() {
 	w.mu.Unlock()
 	close(w.stop)
 	w.senders.Wait()
+	w.deadline = ctx
 	close(w.quit)
 	<-w.done
 }

@@ -61,7 +61,7 @@ func TestWriterCloseAnswersEveryone(t *testing.T) {
 				}
 			}()
 		}
-		w.close()
+		w.close(nil)
 		wg.Wait() // hangs (and the test times out) if a submit is never answered
 		if len(bad) > 0 {
 			t.Fatal(bad)
@@ -72,7 +72,7 @@ func TestWriterCloseAnswersEveryone(t *testing.T) {
 		if err := w.submit(context.Background(), batchOf(1)); !errors.Is(err, ErrBusy) {
 			t.Fatalf("submit after close: %v", err)
 		}
-		w.close() // a second close returns too
+		w.close(nil) // a second close returns too
 	}
 }
 
@@ -99,5 +99,60 @@ func TestWriterSkipsChunksAfterAFailure(t *testing.T) {
 	}
 	if n, _ := l.Count("mdl_a"); n != 3 {
 		t.Fatalf("stored %d, want 3", n)
+	}
+}
+
+// TestPruneKeepsUpWithAnyRate: one pruning pass removes every expired Idempotency-Key,
+// not a fixed number per pass (10,000 per ten minutes fell behind at 17 keyed requests/s).
+func TestPruneKeepsUpWithAnyRate(t *testing.T) {
+	l := newTestLog(t)
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	const n = 25_000
+	batches := make([]*store.AppendBatch, 0, n)
+	for i := 0; i < n; i++ {
+		batches = append(batches, &store.AppendBatch{ModelID: "mdl_a", ReceivedAt: t0, IdemKey: []byte(fmt.Sprintf("ic_1\x00k%d", i)), IdemResponse: []byte(`{}`)})
+	}
+	if err := l.Append(batches); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(store.IdempotencyTTL + time.Minute)
+	s := &Service{now: func() time.Time { return now }, writers: map[string]*writer{"wh_1": {log: l}}}
+	if err := s.PruneIdempotency(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.PruneIdempotency(now, n); err != nil || n != 0 {
+		t.Fatalf("%d expired keys left after one pass (%v)", n, err)
+	}
+}
+
+// TestWriterDrainKeepsItsDeadline: batches still queued when the shutdown deadline has
+// passed are answered ErrBusy, not committed after it.
+func TestWriterDrainKeepsItsDeadline(t *testing.T) {
+	l := newTestLog(t)
+	w := &writer{log: l, queue: make(chan *pending, queueDepth), stop: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	var ps []*pending
+	for i := 0; i < 5; i++ { // queued while no writer goroutine runs
+		p := &pending{batch: batchOf(1), done: make(chan error, 1)}
+		if err := w.enqueue(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline has passed
+	// close's steps, taken before the writer goroutine starts, so it finds them done.
+	w.closed = true
+	close(w.stop)
+	w.deadline = ctx
+	close(w.quit)
+	go w.run()
+	<-w.done
+	for i, p := range ps {
+		if err := <-p.done; !errors.Is(err, ErrBusy) {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if n, _ := l.Count("mdl_a"); n != 0 {
+		t.Fatalf("%d records committed after the deadline", n)
 	}
 }

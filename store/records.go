@@ -60,9 +60,10 @@ type RecordStore struct {
 	// written). An error fails that Log call.
 	OnCreate func(warehouseID string) error
 
-	dir  string
-	mu   sync.Mutex
-	logs map[string]*RecordLog
+	dir    string
+	mu     sync.Mutex
+	logs   map[string]*RecordLog
+	closed bool
 }
 
 // OpenRecordStore returns the record store under dataDir/warehouses. The directory is
@@ -82,6 +83,9 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 	defer rs.mu.Unlock()
 	if l := rs.logs[warehouseID]; l != nil {
 		return l, nil
+	}
+	if rs.closed { // a handler outliving shutdown must not reopen a file
+		return nil, ErrRecordStoreClosed
 	}
 	if !validFileID(warehouseID) {
 		return nil, fmt.Errorf("bad warehouse id %q", warehouseID)
@@ -250,6 +254,9 @@ func renameIngestID(db *bolt.DB) error {
 					n++
 				}
 				done = k == nil
+				// Values grow by one byte in place: keep the pages full, as Append does,
+				// or the upgrade would split every page and double the file.
+				b.FillPercent = 1.0
 				for _, e := range edits {
 					if err := b.Put(e.k, e.v); err != nil {
 						return err
@@ -265,21 +272,40 @@ func renameIngestID(db *bolt.DB) error {
 	return nil
 }
 
-// indexIdempotency builds idempotency_exp for the entries a version-1 file holds.
+// indexIdempotency builds idempotency_exp for the entries a version-1 file holds, in
+// transactions of at most upgradeBatch entries (re-running it only re-puts entries).
 func indexIdempotency(db *bolt.DB) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		exp, err := tx.CreateBucketIfNotExists(bucketIdempotencyExp)
+	var from []byte
+	for done := false; !done; {
+		err := db.Update(func(tx *bolt.Tx) error {
+			exp, err := tx.CreateBucketIfNotExists(bucketIdempotencyExp)
+			if err != nil {
+				return err
+			}
+			c := tx.Bucket(bucketIdempotency).Cursor()
+			k, v := c.Seek(from)
+			if from != nil && bytes.Equal(k, from) {
+				k, v = c.Next()
+			}
+			for n := 0; k != nil && n < upgradeBatch; k, v = c.Next() {
+				var r idemRecord
+				if json.Unmarshal(v, &r) != nil {
+					r.At = time.Time{} // unreadable: due at once
+				}
+				if err := exp.Put(expKey(r.At.Add(IdempotencyTTL), k), nil); err != nil {
+					return err
+				}
+				from = append(from[:0], k...)
+				n++
+			}
+			done = k == nil
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(bucketIdempotency).ForEach(func(k, v []byte) error {
-			var r idemRecord
-			if json.Unmarshal(v, &r) != nil {
-				r.At = time.Time{} // unreadable: due at once
-			}
-			return exp.Put(expKey(r.At.Add(IdempotencyTTL), k), nil)
-		})
-	})
+	}
+	return nil
 }
 
 // expKey is an idempotency_exp key: the expiry then the idempotency key.
@@ -300,10 +326,14 @@ func (rs *RecordStore) IsOpen(warehouseID string) bool {
 	return rs.logs[warehouseID] != nil
 }
 
-// Close closes every open warehouse file.
+// ErrRecordStoreClosed is returned by Log after Close.
+var ErrRecordStoreClosed = errors.New("the warehouse files are closed: the server is shutting down")
+
+// Close closes every open warehouse file; Log opens none after it.
 func (rs *RecordStore) Close() error {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	rs.closed = true
 	var errs []error
 	for id, l := range rs.logs {
 		errs = append(errs, l.db.Close())

@@ -36,6 +36,11 @@ func TestLoginIsRateLimited(t *testing.T) {
 	if last.status != 429 || last.header.Get("Retry-After") == "" || last.env.Code != "rate_limited" {
 		t.Fatalf("11th attempt: %d %s %v", last.status, last.body, last.header)
 	}
+	// A refused address is refused before its body is read: an oversized body gets the
+	// 429, not the 413 that reading it would give.
+	if r := h.do("POST", "/api/v1/auth/login", "", `{"email":"`+strings.Repeat("x", 3<<20)+`"}`); r.status != 429 {
+		t.Fatalf("refused address with a large body: %d %.200s", r.status, r.body)
+	}
 	h.clock.Advance(time.Minute)
 	if r := h.do("POST", "/api/v1/auth/login", "", map[string]any{"email": "x@example.com", "password": "wrong horse"}); r.status != 401 {
 		t.Fatalf("after a minute: %d", r.status)

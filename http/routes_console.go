@@ -12,8 +12,8 @@ import (
 // registerAuthRoutes: registration, sign-in, sign-out and the signed-in user (console only;
 // excluded from the Management API by the spec).
 func (s *Server) registerAuthRoutes(m *mux) {
-	m.handle(http.MethodPost, "/api/v1/auth/register", route{body: true}, s.handleRegister)
-	m.handle(http.MethodPost, "/api/v1/auth/login", route{body: true}, s.handleLogin)
+	m.handle(http.MethodPost, "/api/v1/auth/register", route{body: true, perAddress: s.registerLimit, refusal: "too many registration attempts from this address; wait and try again"}, s.handleRegister)
+	m.handle(http.MethodPost, "/api/v1/auth/login", route{body: true, perAddress: s.loginLimit, refusal: "too many sign-in attempts from this address; wait and try again"}, s.handleLogin)
 	m.handle(http.MethodPost, "/api/v1/auth/logout", route{auth: authSession}, s.handleLogout)
 	m.handle(http.MethodGet, "/api/v1/me", route{auth: authSession}, s.handleMe)
 }
@@ -25,9 +25,6 @@ type credentials struct {
 }
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c *call) error {
-	if ok, wait := s.registerLimit.Allow(clientIP(r)); !ok {
-		return retryAfter{err: errf(store.CodeRateLimited, "too many registration attempts from this address; wait and try again"), after: wait}
-	}
 	var in credentials
 	if err := decodeJSON(c.body, &in); err != nil {
 		return err
@@ -41,9 +38,6 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, c *call) error {
-	if ok, wait := s.loginLimit.Allow(clientIP(r)); !ok {
-		return retryAfter{err: errf(store.CodeRateLimited, "too many sign-in attempts from this address; wait and try again"), after: wait}
-	}
 	var in struct {
 		Email    string `json:"email"`
 		Password string `json:"password"`

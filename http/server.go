@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -233,6 +234,10 @@ type route struct {
 	target target
 	kind   store.Kind // for targetResourceParam
 	body   bool       // reads a JSON body
+	// perAddress, when set, limits requests per client address before anything else is
+	// done (the body is not even read), with refusal as the 429's message.
+	perAddress *limits.Keyed
+	refusal    string
 }
 
 // call is what the middleware learned about a request before its handler runs.
@@ -339,6 +344,11 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 }
 
 func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *call) error {
+	if rt.perAddress != nil {
+		if ok, wait := rt.perAddress.Allow(addressKey(r)); !ok {
+			return retryAfter{err: errf(store.CodeRateLimited, "%s", rt.refusal), after: wait}
+		}
+	}
 	var err error
 	switch rt.auth {
 	case authSession:
@@ -456,6 +466,22 @@ func queryString(r *http.Request, name string) (string, error) {
 		return "", store.Invalid(store.FieldError{Field: name, Message: "is required"})
 	}
 	return v, nil
+}
+
+// addressKey is what per-address limits count by: the peer's IPv4 address, or the /64 of
+// an IPv6 one (one host commonly holds a whole /64, so single IPv6 addresses would let it
+// make fresh keys at will).
+func addressKey(r *http.Request) string {
+	ip, err := netip.ParseAddr(clientIP(r))
+	if err != nil {
+		return clientIP(r)
+	}
+	ip = ip.Unmap()
+	if ip.Is6() {
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
 // clientIP is the peer address of a request (Lookout trusts no forwarding headers).

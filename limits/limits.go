@@ -39,21 +39,33 @@ func NewKeyed(per int, every time.Duration, now func() time.Time) *Keyed {
 	return &Keyed{limit: rate.Every(every / time.Duration(per)), burst: per, now: now, buckets: map[string]*bucket{}}
 }
 
+// maxKeys bounds the buckets a Keyed holds. Past it, new keys share one overflow bucket:
+// a flood of fresh keys (spoofable addresses) then limits itself instead of growing the
+// map, while keys already known keep their own budgets.
+const maxKeys = 100_000
+
+// overflowKey is the bucket new keys share once maxKeys are held.
+const overflowKey = "\x00overflow"
+
 // Allow takes one token from key's bucket. When none is left it returns false and how long
 // until one will be.
 func (k *Keyed) Allow(key string) (bool, time.Duration) {
 	now := k.now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if now.Sub(k.swept) > idleAfter {
+	if now.Sub(k.swept) > idleAfter || len(k.buckets) >= maxKeys && now.Sub(k.swept) > time.Second {
 		for key, b := range k.buckets {
-			if now.Sub(b.seen) > idleAfter {
-				delete(k.buckets, key)
+			if now.Sub(b.seen) > idleAfter || (len(k.buckets) >= maxKeys && b.lim.TokensAt(now) >= float64(k.burst)) {
+				delete(k.buckets, key) // idle, or full again: forgetting it changes nothing
 			}
 		}
 		k.swept = now
 	}
 	b := k.buckets[key]
+	if b == nil && len(k.buckets) >= maxKeys {
+		key = overflowKey
+		b = k.buckets[key]
+	}
 	if b == nil {
 		b = &bucket{lim: rate.NewLimiter(k.limit, k.burst)}
 		k.buckets[key] = b
@@ -65,6 +77,13 @@ func (k *Keyed) Allow(key string) (bool, time.Duration) {
 		return false, d
 	}
 	return true, 0
+}
+
+// Len is how many keys hold a bucket now.
+func (k *Keyed) Len() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.buckets)
 }
 
 // Quotas holds per-key budgets whose size is set per call (a client's quota can change at

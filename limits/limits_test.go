@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -67,5 +68,27 @@ func TestGate(t *testing.T) {
 	hold()
 	if !<-got {
 		t.Fatal("the queued caller was refused")
+	}
+}
+
+// TestKeyedStaysBounded: a flood of fresh keys (addresses) does not grow the map past
+// maxKeys; past it, new keys share one overflow budget while known keys keep theirs.
+func TestKeyedStaysBounded(t *testing.T) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	k := NewKeyed(1, time.Minute, func() time.Time { return now })
+	if ok, _ := k.Allow("known"); !ok {
+		t.Fatal("first request of a key refused")
+	}
+	for i := 0; i < maxKeys+5000; i++ {
+		k.Allow(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	if n := k.Len(); n > maxKeys+1 {
+		t.Fatalf("%d keys held, cap %d", n, maxKeys)
+	}
+	if ok, _ := k.Allow("fresh-1"); ok {
+		t.Fatal("a new key past the cap got a budget of its own while the overflow budget is spent")
+	}
+	if ok, _ := k.Allow("known"); ok {
+		t.Fatal("a known key's budget was reset by the flood")
 	}
 }

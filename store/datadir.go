@@ -35,9 +35,49 @@ func (s *Store) ensureKeyCheck(replace bool) error {
 			return ErrWrongMasterKey
 		}
 	}
+	if len(stored) == 0 && !replace {
+		// A data file from before key checks: if it holds a sealed secret, the key must
+		// open it before its check is written, or a restore without its lookout.key (a
+		// fresh key made at start) would be sealed into the check as if it were right.
+		sealed, aad := s.anySealedSecret()
+		if sealed != nil {
+			if _, err := s.sealer.Unseal(sealed, aad); err != nil {
+				return ErrWrongMasterKey
+			}
+		}
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyCheckKey, s.sealer.Seal(keyCheckValue, keyCheckKey))
 	})
+}
+
+// anySealedSecret returns one sealed secret the file holds (a warehouse credential's or a
+// client's HS256 secret) with its additional data, or nil.
+func (s *Store) anySealedSecret() (sealed, aad []byte) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketCredentials); b != nil {
+			_ = b.ForEach(func(k, v []byte) error {
+				var c credentialRecord
+				if sealed == nil && getJSONBytes(v, &c) == nil && len(c.SealedSecret) > 0 {
+					sealed, aad = c.SealedSecret, []byte(c.ID)
+				}
+				return nil
+			})
+		}
+		for _, name := range [][]byte{bucketIngestClients, bucketQueryClients} {
+			if b := tx.Bucket(name); b != nil && sealed == nil {
+				_ = b.ForEach(func(k, v []byte) error {
+					var c clientRecord
+					if sealed == nil && getJSONBytes(v, &c) == nil && len(c.SealedHS256) > 0 {
+						sealed, aad = c.SealedHS256, []byte(c.ID)
+					}
+					return nil
+				})
+			}
+		}
+		return nil
+	})
+	return sealed, aad
 }
 
 func (s *Store) keyOpens(sl *Sealer, sealed []byte) bool {

@@ -130,3 +130,43 @@ func TestWarehouseFileRecords(t *testing.T) {
 		t.Fatalf("one lost: %v", p)
 	}
 }
+
+// TestKeyCheckOfAnOlderFileIsNotTakenFromAWrongKey: a data file from before key checks
+// that holds sealed secrets gets its key check only from a key that opens them; a restore
+// without its lookout.key (a fresh key) is refused instead of being sealed into the check.
+func TestKeyCheckOfAnOlderFileIsNotTakenFromAWrongKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lookout.db")
+	k1, _ := NewSealer(bytes.Repeat([]byte{1}, 32))
+	k2, _ := NewSealer(bytes.Repeat([]byte{2}, 32))
+	s, err := Open(path, Options{Sealer: k1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ws := owner(t, s, "o@example.com")
+	p, err := s.CreateProject(ProjectInput{WorkspaceID: &ws.ID, Name: ptr("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateCredential(p.ID, CredentialInput{Name: ptr("pg"), Type: ptr("password"), Username: ptr("u"), Secret: ptr("s3cret-password-1234")}); err != nil {
+		t.Fatal(err)
+	}
+	// As a file made before key checks: no check stored.
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyCheckKey) }); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(path, Options{Sealer: k2}); err != ErrWrongMasterKey {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("a key that opens no secret was accepted: %v", err)
+	}
+	s, err = Open(path, Options{Sealer: k1})
+	if err != nil {
+		t.Fatalf("the right key: %v", err)
+	}
+	s.Close()
+	if _, err := Open(path, Options{Sealer: k2}); err != ErrWrongMasterKey {
+		t.Fatalf("after the check was written: %v", err)
+	}
+}

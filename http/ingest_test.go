@@ -196,6 +196,17 @@ func (rw *runtimeWorld) jwt(method jwt.SigningMethod, key any, claims jwt.MapCla
 	return s
 }
 
+// otherKey is a well-formed key that always differs from k: its first secret character
+// changed (a fixed replacement of the last ones equalled the real key once in a while).
+func otherKey(k string) string {
+	i := len("lk_ak_")
+	c := byte('A')
+	if k[i] == 'A' {
+		c = 'B'
+	}
+	return k[:i] + string(c) + k[i+1:]
+}
+
 const oneRecord = `{"id":"o-1","amount":3.5,"country":"NL","ts":"2026-11-21T12:00:00Z"}` + "\n"
 
 func TestRuntimeAuthentication(t *testing.T) {
@@ -255,7 +266,7 @@ func TestRuntimeAuthentication(t *testing.T) {
 		{"cookie only", ingestReq{body: oneRecord, header: map[string]string{"Cookie": "session=" + rw.keys["keys"]}}, 401, "missing"},
 		{"basic scheme", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "Basic eDp5"}}, 401, "unsupported"},
 		{"malformed key", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey lk_ak_short"}}, 401, "malformed"},
-		{"unknown key", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + rw.keys["keys"][:len(rw.keys["keys"])-2] + "AA"}}, 401, "invalid runtime API key"},
+		{"unknown key", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + otherKey(rw.keys["keys"])}}, 401, "invalid runtime API key"},
 		{"revoked key", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + revoked}}, 401, "revoked"},
 		{"expired key", ingestReq{body: oneRecord, header: map[string]string{"Authorization": "ApiKey " + ek.Key}}, 401, "expired"},
 		{"query key", ingestReq{body: oneRecord, header: apikey("query")}, 403, "query key"},

@@ -671,7 +671,8 @@ func (r *run) flush(received time.Time) error {
 	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
 	p := &pending{batch: batch, stream: &r.stream, done: make(chan error, 1)}
 	if err := r.w.enqueue(r.ctx, p); err != nil {
-		r.stream.failed.Store(true)
+		// Not queued, and nothing after it will be: the chunks queued before it still
+		// commit, in order, so what is stored stays a prefix.
 		r.firstErr = err
 		return err
 	}

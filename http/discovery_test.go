@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -115,8 +114,7 @@ func TestDiscovery(t *testing.T) {
 
 	// Over WebSocket.
 	rw.created(owner, base, map[string]any{"ingest_client_id": client, "model_key": "ws_model"})
-	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/discover"
-	conn, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	conn, _, err := rw.wsDial("/ws/discover", rw.keys["keys"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +182,7 @@ func TestDiscoverQuota(t *testing.T) {
 	// Over WebSocket the same refusal is an error message naming the quota.
 	rw.clock.Advance(time.Minute)
 	rw.do("PUT", "/management/v1/ingest-clients/"+client, rw.all, map[string]any{"quota": map[string]any{"requests_per_minute": 1, "records_per_minute": 0}})
-	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/discover"
-	conn, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	conn, _, err := rw.wsDial("/ws/discover", rw.keys["keys"])
 	if err != nil {
 		t.Fatal(err)
 	}

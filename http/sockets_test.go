@@ -68,10 +68,7 @@ func TestSocketSlots(t *testing.T) {
 // frame with 1001 (going away), and new handshakes are refused with 503.
 func TestGoAwayClosesSocketsWith1001(t *testing.T) {
 	rw := newRuntimeWorld(t)
-	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/ingest"
-	dial := func() (*websocket.Conn, *http.Response, error) {
-		return websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
-	}
+	dial := func() (*websocket.Conn, *http.Response, error) { return rw.wsDial("/ws/ingest", rw.keys["keys"]) }
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var conns []*websocket.Conn
@@ -112,8 +109,7 @@ func TestGoAwayClosesSocketsWith1001(t *testing.T) {
 // deadline: GoAway returns and the connection is dropped.
 func TestGoAwayKeepsItsDeadline(t *testing.T) {
 	rw := newRuntimeWorld(t)
-	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/ingest"
-	c, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	c, _, err := rw.wsDial("/ws/ingest", rw.keys["keys"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +144,7 @@ func TestGoAwayKeepsItsDeadline(t *testing.T) {
 func TestWebSocketPartialSaysWhatWasStored(t *testing.T) {
 	rw := newRuntimeWorld(t)
 	rw.do("PUT", "/management/v1/ingest-clients/"+rw.clients["keys"], rw.all, map[string]any{"quota": map[string]any{"records_per_minute": 2}})
-	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + "/ws/ingest"
-	c, _, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + rw.keys["keys"]}}})
+	c, _, err := rw.wsDial("/ws/ingest", rw.keys["keys"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +167,10 @@ func TestWebSocketPartialSaysWhatWasStored(t *testing.T) {
 	if json.Unmarshal(b, &r) != nil || r.Type != "error" || r.IngestID == "" || r.Accepted == nil || *r.Accepted != 2 || r.ResumeIndex == nil || *r.ResumeIndex != 2 {
 		t.Fatalf("reply %s", b)
 	}
+}
+
+// wsDial opens a runtime WebSocket at path on the ingest listener with an API key.
+func (rw *runtimeWorld) wsDial(path, key string) (*websocket.Conn, *http.Response, error) {
+	u := "wss" + strings.TrimPrefix(rw.ingestURL, "https") + path
+	return websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPClient: rw.ingestTLS.Client(), HTTPHeader: http.Header{"Authorization": {"ApiKey " + key}}})
 }

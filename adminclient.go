@@ -19,11 +19,10 @@ import (
 // dataAccess is how an offline command reaches the data: the store itself when no server
 // holds it, or else the running server's admin socket.
 type dataAccess struct {
-	store    *store.Store // set when opened directly
-	readOnly bool         // store was opened read-only (check, backup)
-	lock     *os.File     // the process lock, held while store is open
-	client   *http.Client // set when talking to a running server
-	dataDir  string
+	store   *store.Store // set when opened directly
+	lock    *os.File     // the process lock, held while store is open
+	client  *http.Client // set when talking to a running server
+	dataDir string
 }
 
 func (d *dataAccess) Close() error {
@@ -62,7 +61,7 @@ func openData(g *globalOptions, mustExist, readOnly bool) (*dataAccess, error) {
 		var st *store.Store
 		st, err = store.Open(dbPath, store.Options{LockTimeout: wait, ReadOnly: readOnly})
 		if err == nil {
-			return &dataAccess{store: st, readOnly: readOnly, lock: lock, dataDir: g.dataDir}, nil
+			return &dataAccess{store: st, lock: lock, dataDir: g.dataDir}, nil
 		}
 		if lock != nil {
 			lock.Close()

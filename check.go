@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -81,12 +80,8 @@ func checkOffline(st *store.Store, g *globalOptions) ([]string, error) {
 		return nil, err
 	}
 	problems = append(problems, more...)
-	keyFile := g.masterKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(g.dataDir, "lookout.key")
-	}
 	var sealer *store.Sealer
-	key, err := store.ReadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"))
+	key, err := store.ReadMasterKey(masterKeyPath(g, g.dataDir), os.Getenv("LOOKOUT_MASTER_KEY"), store.KeyOptions{InsecurePermissions: g.insecureKeyPerms})
 	if err == nil && key != nil {
 		sealer, err = store.NewSealer(key)
 	}

@@ -261,17 +261,14 @@ func (m *Main) Open() (err error) {
 	if m.Records, err = store.OpenRecordStore(m.dataDir); err != nil {
 		return err
 	}
-	if err := m.noteWarehouseFiles(); err != nil {
+	files, err := m.noteWarehouseFiles()
+	if err != nil {
 		return err
 	}
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
 	m.Ingest.SetLimits(m.opts.ingestLimits)
 	// Open (and upgrade) every warehouse file now, so that ready means ingest answers at
 	// once instead of after the first request opened the file under the writer's lock.
-	files, err := m.Records.Files()
-	if err != nil {
-		return err
-	}
 	if err := m.Ingest.Open(files); err != nil {
 		return err
 	}
@@ -318,12 +315,19 @@ func (m *Main) Open() (err error) {
 	return nil
 }
 
-func openSealer(g *globalOptions, dataDir string) (*store.Sealer, error) {
-	keyFile := g.masterKeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(dataDir, "lookout.key")
+// masterKeyPath is the key file the options name: --master-key-file, else
+// <data-dir>/lookout.key.
+func masterKeyPath(g *globalOptions, dataDir string) string {
+	if g.masterKeyFile != "" {
+		return g.masterKeyFile
 	}
-	key, err := store.LoadMasterKey(keyFile, os.Getenv("LOOKOUT_MASTER_KEY"), store.KeyOptions{InsecurePermissions: g.insecureKeyPerms})
+	return filepath.Join(dataDir, "lookout.key")
+}
+
+// openSealer loads the master key, making one for a new data dir. A data file made with
+// another key refuses it at open (its key check, or a stored secret, does not open).
+func openSealer(g *globalOptions, dataDir string) (*store.Sealer, error) {
+	key, err := store.LoadMasterKey(masterKeyPath(g, dataDir), os.Getenv("LOOKOUT_MASTER_KEY"), store.KeyOptions{InsecurePermissions: g.insecureKeyPerms})
 	if err != nil {
 		return nil, err
 	}
@@ -510,14 +514,15 @@ func (m *Main) Close(ctx context.Context) error {
 
 // noteWarehouseFiles records in the control plane every warehouse file on disk (data dirs
 // from before such records, or a file whose record a crash lost) and every file created
-// from now on, so check can tell a lost warehouse file from one never written.
-func (m *Main) noteWarehouseFiles() error {
+// from now on, so check can tell a lost warehouse file from one never written. It
+// returns the ids of the files on disk.
+func (m *Main) noteWarehouseFiles() ([]string, error) {
 	ids, err := m.Records.Files()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := m.Store.NoteWarehouseFiles(ids...); err != nil {
-		return err
+		return nil, err
 	}
 	dir := filepath.Join(m.dataDir, "warehouses")
 	m.Records.OnCreate = func(id string) error {
@@ -528,7 +533,7 @@ func (m *Main) noteWarehouseFiles() error {
 		}
 		return m.Store.NoteWarehouseFiles(id)
 	}
-	return nil
+	return ids, nil
 }
 
 // bootstrapFixture makes the ephemeral owner and its workspace-wide, all-scopes token.

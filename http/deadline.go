@@ -51,12 +51,19 @@ func isReadTimeout(err error) bool {
 // idleBody is an ingest request body under the idle and minimum-rate rules above.
 type idleBody struct {
 	io.ReadCloser
-	w       http.ResponseWriter
+	rc      *http.ResponseController // made once per request, not per read
 	idle    time.Duration
 	minRate int64 // bytes per second; 0 disables the rate rule
 	n       int64 // bytes received
 	waited  time.Duration
 	done    bool
+}
+
+// setDeadline moves the connection's read deadline (nil rc: nothing to move, in tests).
+func (b *idleBody) setDeadline(t time.Time) {
+	if b.rc != nil {
+		_ = b.rc.SetReadDeadline(t)
+	}
 }
 
 func (b *idleBody) Read(p []byte) (int, error) {
@@ -72,7 +79,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		return 0, errBodyStalled
 	}
 	start := time.Now()
-	setReadDeadline(b.w, start.Add(allow))
+	b.setDeadline(start.Add(allow))
 	n, err := b.ReadCloser.Read(p)
 	b.waited += time.Since(start)
 	b.n += int64(n)
@@ -81,7 +88,7 @@ func (b *idleBody) Read(p []byte) (int, error) {
 		// The whole body is in: the server's background read starts now and must not
 		// inherit a deadline that would cancel the handler's context while it commits.
 		b.done = true
-		setReadDeadline(b.w, time.Time{})
+		b.setDeadline(time.Time{})
 	case err != nil && isReadTimeout(err):
 		return n, errBodyStalled
 	}

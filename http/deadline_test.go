@@ -130,7 +130,7 @@ func TestIngestMinRate(t *testing.T) {
 		{"no rate rule", 10, time.Hour, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &idleBody{ReadCloser: io.NopCloser(strings.NewReader("x")), w: nil, idle: 30 * time.Second, minRate: tc.minRate, n: tc.n, waited: tc.waited}
+			b := &idleBody{ReadCloser: io.NopCloser(strings.NewReader("x")), idle: 30 * time.Second, minRate: tc.minRate, n: tc.n, waited: tc.waited}
 			_, err := b.Read(make([]byte, 1))
 			if (err == error(errBodyStalled)) != tc.stalled {
 				t.Fatalf("err %v, stalled want %v", err, tc.stalled)

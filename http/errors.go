@@ -77,6 +77,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			secs = 1
 		}
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	} else if status == http.StatusServiceUnavailable {
+		// Every 503 is a "come back shortly" (a busy writer, the password-hash gate):
+		// one second unless the error said how long.
+		w.Header().Set("Retry-After", "1")
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lookout"`)

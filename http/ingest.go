@@ -212,7 +212,7 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 		if err != nil {
 			return nil // closed, too large, or a protocol violation: the library answered
 		}
-		if !s.socketMessage(ctx, sk, conn, rr, &id, typ, msg, handle) {
+		if !s.socketMessage(ctx, sk, conn, rr, typ, msg, handle) {
 			return nil
 		}
 	}
@@ -221,7 +221,7 @@ func (s *Server) runtimeSocket(w http.ResponseWriter, r *http.Request, limit int
 // socketMessage handles one message and writes its answer while holding the socket, so
 // shutdown's close frame comes after an ack, never between a commit and its ack. It
 // reports whether the socket stays open.
-func (s *Server) socketMessage(ctx context.Context, sk *socket, conn *websocket.Conn, rr auth.RuntimeRequest, id **auth.RuntimeIdentity, typ websocket.MessageType, msg []byte, handle func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any) bool {
+func (s *Server) socketMessage(ctx context.Context, sk *socket, conn *websocket.Conn, rr auth.RuntimeRequest, typ websocket.MessageType, msg []byte, handle func(ctx context.Context, id *auth.RuntimeIdentity, msg []byte) any) bool {
 	sk.mu.Lock()
 	defer sk.mu.Unlock()
 	if sk.goingAway {
@@ -230,12 +230,11 @@ func (s *Server) socketMessage(ctx context.Context, sk *socket, conn *websocket.
 	var out any
 	if typ != websocket.MessageText {
 		out = wsReply{Type: "error", Message: "binary frames are not accepted: send JSON as a text message"}
-	} else if fresh, err := s.auth.AuthenticateRuntime(rr); err != nil {
+	} else if id, err := s.auth.AuthenticateRuntime(rr); err != nil {
 		conn.Close(websocket.StatusPolicyViolation, "authentication lost")
 		return false
 	} else {
-		*id = fresh
-		out = handle(ctx, fresh, msg)
+		out = handle(ctx, id, msg)
 	}
 	b, _ := json.Marshal(out)
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)

@@ -267,17 +267,17 @@ func jsonKind(k string) string {
 // so a weak tag (W/"3") never matches; a malformed value or a list of several tags is
 // treated alike (Lookout sends one strong ETag per resource). The store answers 412 with
 // the current version, so the error names what to send instead.
-func ifMatch(r *http.Request) (int, error) {
+func ifMatch(r *http.Request) int {
 	v := strings.TrimSpace(r.Header.Get("If-Match"))
 	if v == "" || v == "*" {
-		return 0, nil
+		return 0
 	}
 	if len(v) < 3 || v[0] != '"' || v[len(v)-1] != '"' {
-		return store.IfMatchNever, nil // weak (W/"3"), unquoted or a list
+		return store.IfMatchNever // weak (W/"3"), unquoted or a list
 	}
 	n, err := strconv.Atoi(v[1 : len(v)-1])
 	if err != nil || n < 1 || strconv.Itoa(n) != v[1:len(v)-1] {
-		return store.IfMatchNever, nil
+		return store.IfMatchNever
 	}
-	return n, nil
+	return n
 }

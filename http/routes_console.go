@@ -1,9 +1,7 @@
 package http
 
 import (
-	"errors"
 	"net/http"
-	"time"
 
 	"lookout/auth"
 	"lookout/store"
@@ -31,7 +29,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request, c *call)
 	}
 	u, ws, tok, err := s.auth.Register(in.Email, in.Password, in.Name)
 	if err != nil {
-		return busy(err)
+		return err
 	}
 	writeData(w, http.StatusCreated, map[string]any{"user": u, "workspace": ws, "token": tok})
 	return nil
@@ -47,19 +45,10 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request, c *call) er
 	}
 	tok, ses, u, err := s.auth.Login(in.Email, in.Password)
 	if err != nil {
-		return busy(err)
+		return err
 	}
 	writeData(w, http.StatusOK, map[string]any{"token": tok, "expires_at": ses.ExpiresAt, "user": u})
 	return nil
-}
-
-// busy adds Retry-After to the 503 of a password check refused because too many run at
-// once (auth.ErrBusy); a hash takes tens of milliseconds, so a second is ample.
-func busy(err error) error {
-	if errors.Is(err, auth.ErrBusy) {
-		return retryAfter{err: err, after: time.Second}
-	}
-	return err
 }
 
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -139,7 +128,7 @@ func (s *Server) handleAddMember(w http.ResponseWriter, r *http.Request, c *call
 	}
 	mem, err := s.auth.AddMember(c.p, c.params.ByName("id"), in)
 	if err != nil {
-		return busy(err)
+		return err
 	}
 	writeData(w, http.StatusCreated, mem)
 	return nil

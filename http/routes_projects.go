@@ -59,11 +59,7 @@ func (s *Server) handleUpdateProject(w http.ResponseWriter, r *http.Request, c *
 	if err := decodeJSON(c.body, &in); err != nil {
 		return err
 	}
-	v, err := ifMatch(r)
-	if err != nil {
-		return err
-	}
-	p, err := s.store.UpdateProject(c.project.ID, in, v)
+	p, err := s.store.UpdateProject(c.project.ID, in, ifMatch(r))
 	if err != nil {
 		return err
 	}

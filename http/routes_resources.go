@@ -159,11 +159,7 @@ func updateH[In any, T versioned](fn func(projectID, id string, in In, ifMatch i
 		if pid, present, _ := bodyField(c.body, "project_id"); present && pid != c.project.ID {
 			return store.Invalid(store.FieldError{Field: "project_id", Message: "cannot change: a resource stays in its project"})
 		}
-		v, err := ifMatch(r)
-		if err != nil {
-			return err
-		}
-		res, err := fn(c.project.ID, c.params.ByName("id"), in, v)
+		res, err := fn(c.project.ID, c.params.ByName("id"), in, ifMatch(r))
 		if err != nil {
 			return err
 		}

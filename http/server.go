@@ -326,7 +326,7 @@ func (m *mux) wrap(pattern string, rt route, h handler) httprouter.Handle {
 			if m.listener == "ingest" {
 				setReadDeadline(sw, time.Now().Add(s.ingestReadIdle))
 				r2 := *r
-				r2.Body = &idleBody{ReadCloser: r.Body, w: sw, idle: s.ingestReadIdle, minRate: s.ingestMinRate}
+				r2.Body = &idleBody{ReadCloser: r.Body, rc: http.NewResponseController(sw), idle: s.ingestReadIdle, minRate: s.ingestMinRate}
 				r = &r2
 			} else {
 				setReadDeadline(sw, time.Now().Add(s.bodyReadTimeout))

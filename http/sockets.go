@@ -84,7 +84,7 @@ func (ss *sockets) release(sk *socket) {
 	ss.wg.Done()
 }
 
-// Count is how many runtime WebSockets are open.
+// count is how many runtime WebSockets are open.
 func (ss *sockets) count() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

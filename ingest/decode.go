@@ -181,6 +181,12 @@ func (j *jsonBody) readByte() (byte, error) {
 	return c, nil
 }
 
+// unread puts back the byte just read (a scalar's delimiter).
+func (j *jsonBody) unread() error {
+	j.off--
+	return j.r.UnreadByte()
+}
+
 // skipSpace returns the next byte that is not JSON whitespace.
 func (j *jsonBody) skipSpace() (byte, error) {
 	for {
@@ -230,9 +236,9 @@ func (j *jsonBody) readString(max int) (string, error) {
 }
 
 // readValue cuts out one JSON value that starts with c, whose first byte was consumed:
-// objects and arrays by matching brackets outside strings, scalars up to the next
-// delimiter. It returns the byte after the value (whitespace skipped).
-func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
+// objects and arrays up to their matching bracket (outside strings), scalars up to the
+// next delimiter, which is left unread.
+func (j *jsonBody) readValue(c byte) ([]byte, error) {
 	j.rec = append(j.rec[:0], c)
 	j.open = j.open[:0]
 	switch c {
@@ -240,22 +246,19 @@ func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 		j.open = append(j.open, c)
 	case '"':
 		if err := j.cutString(); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	case ',', ']', '}', ':':
-		return nil, 0, j.syntax(fmt.Sprintf("unexpected %q where a record should start", c))
+		return nil, j.syntax(fmt.Sprintf("unexpected %q where a record should start", c))
 	default: // a number, true, false or null: up to the next delimiter
 		for {
 			c, err := j.readByte()
 			if err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 			switch c {
 			case ',', ']', '}', ' ', '\t', '\n', '\r':
-				if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-					c, err = j.skipSpace()
-				}
-				return j.rec, c, err
+				return j.rec, j.unread()
 			}
 			j.rec = append(j.rec, c)
 		}
@@ -265,13 +268,13 @@ func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 	for len(j.open) > 0 {
 		c, err := j.readByte()
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		j.rec = append(j.rec, c)
 		switch c {
 		case '{', '[':
 			if len(j.open) >= maxDepthJSON {
-				return nil, 0, j.syntax("records nest too deeply")
+				return nil, j.syntax("records nest too deeply")
 			}
 			j.open = append(j.open, c)
 		case '}', ']':
@@ -280,17 +283,16 @@ func (j *jsonBody) readValue(c byte) ([]byte, byte, error) {
 				want = '['
 			}
 			if j.open[len(j.open)-1] != want {
-				return nil, 0, j.syntax(fmt.Sprintf("%q closes a bracket it does not match", c))
+				return nil, j.syntax(fmt.Sprintf("%q closes a bracket it does not match", c))
 			}
 			j.open = j.open[:len(j.open)-1]
 		case '"':
 			if err := j.cutString(); err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 		}
 	}
-	next, err := j.skipSpace()
-	return j.rec, next, err
+	return j.rec, nil
 }
 
 // maxDepthJSON mirrors the record validator's nesting limit.
@@ -425,17 +427,10 @@ func (j *jsonBody) next() (item, error) {
 					return item{}, err
 				}
 			}
-			raw, next, err := j.readValue(c)
+			raw, err := j.readValue(c)
 			if err != nil {
 				return item{}, err
 			}
-			// next is the byte after the record, the last one read: put it back for
-			// the jsNextData step.
-			_ = next
-			if err := j.r.UnreadByte(); err != nil {
-				return item{}, err
-			}
-			j.off--
 			j.state = jsNextData
 			it := item{raw: raw, pos: j.index} // valid until the next call
 			j.index++

@@ -34,8 +34,8 @@ type Captured struct {
 // Returns *QuotaExceeded, too_large, invalid_json, conflict (no waiting session, or it
 // is full).
 func (s *Service) Discover(c Caller, body io.Reader) (*Captured, error) {
-	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
-		return nil, &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
+	if err := s.allowRequest(c); err != nil {
+		return nil, err
 	}
 	raw, err := io.ReadAll(io.LimitReader(body, MaxDiscover+1))
 	var mbe *http.MaxBytesError
@@ -52,8 +52,8 @@ func (s *Service) Discover(c Caller, body io.Reader) (*Captured, error) {
 	if q := c.Quota.RecordsPerMinute; q > 0 && len(samples) > q {
 		return nil, errf(store.CodeTooLarge, "this submission holds %d samples but the client's records_per_minute quota is %d, so it can never be accepted; send at most %d samples at a time", len(samples), q, q)
 	}
-	if ok, wait := s.quotas.Allow("rec/"+c.ClientID, c.Quota.RecordsPerMinute, len(samples)); !ok {
-		return nil, &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	if err := s.allowRecords(c, len(samples)); err != nil {
+		return nil, err
 	}
 	sess, n, err := s.store.CaptureDiscovery(c.ProjectID, c.ClientID, samples)
 	if err != nil {

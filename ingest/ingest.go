@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"math"
 	"mime"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -69,18 +68,14 @@ type NoneAccepted struct{ Result Result }
 
 func (e *NoneAccepted) Error() string { return "no valid records" }
 
-// QuotaExceeded is returned when a client's quota refuses a request; Accepted records of
-// the same request were committed before the quota ran out.
+// QuotaExceeded is returned when a client's quota refuses a request (or, wrapped in a
+// *Partial, the rest of one).
 type QuotaExceeded struct {
-	Wait     time.Duration
-	Accepted int
-	What     string
+	Wait time.Duration
+	What string
 }
 
 func (e *QuotaExceeded) Error() string {
-	if e.Accepted > 0 {
-		return fmt.Sprintf("the client's %s quota is used up; %d records of this request were accepted before it ran out", e.What, e.Accepted)
-	}
 	return fmt.Sprintf("the client's %s quota is used up; retry later", e.What)
 }
 
@@ -363,8 +358,8 @@ const (
 // that fails once reading has begun returns a *Partial wrapping the cause: it says how
 // many records were stored and where to resume.
 func (s *Service) Ingest(ctx context.Context, c Caller, req Request) (*Result, error) {
-	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
-		return nil, &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
+	if err := s.allowRequest(c); err != nil {
+		return nil, err
 	}
 	var idemKey []byte
 	if req.IdempotencyKey != "" {
@@ -398,6 +393,24 @@ func (s *Service) Ingest(ctx context.Context, c Caller, req Request) (*Result, e
 	return res, nil
 }
 
+// allowRequest spends one request of the client's requests_per_minute; /ingest and
+// /discover share the budget. Returns *QuotaExceeded.
+func (s *Service) allowRequest(c Caller) error {
+	if ok, wait := s.quotas.Allow("req/"+c.ClientID, c.Quota.RequestsPerMinute, 1); !ok {
+		return &QuotaExceeded{Wait: wait, What: "requests_per_minute"}
+	}
+	return nil
+}
+
+// allowRecords spends n records of the client's records_per_minute (shared likewise).
+// Returns *QuotaExceeded.
+func (s *Service) allowRecords(c Caller, n int) error {
+	if ok, wait := s.quotas.Allow("rec/"+c.ClientID, c.Quota.RecordsPerMinute, n); !ok {
+		return &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	}
+	return nil
+}
+
 // lockIdempotency claims an Idempotency-Key for one request at a time. A second request
 // with the same key while the first is in flight is refused (409, as the IETF
 // Idempotency-Key draft says) rather than queued behind it.
@@ -415,10 +428,9 @@ func (s *Service) lockIdempotency(key string) (func(), bool) {
 	}, true
 }
 
-// chunk is a part of a request queued for commit.
+// chunk is a part of a request queued for commit (its records are p.batch.Records).
 type chunk struct {
 	p      *pending
-	recs   [][]byte
 	endPos int // position of its last record
 }
 
@@ -441,7 +453,7 @@ type run struct {
 	recs     [][]byte // an idempotent request keeps all its records here until the end
 	lastPos  int      // position of the last record in recs
 	reserved int64    // bytes of the idempotent-request memory budget held
-	retired  int64    // capacity of arena arrays outgrown but still referenced by recs
+	retired  int64    // capacity of the full arena blocks recs still points into
 	recBytes int      // bytes of the records in recs
 
 	stream    stream
@@ -553,17 +565,14 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		if r.idemKey != nil && cap(r.arena)-len(r.arena) < len(it.raw)+sysRoom {
 			// An idempotent request holds every record until its commit: fill fixed
 			// blocks instead of letting append double (and copy) one ever larger array,
-			// which kept two or three times the records' size alive.
+			// which kept two or three times the records' size alive. A stored record is
+			// never longer than its raw form plus the system fields, so it fits its block.
 			r.retired += int64(cap(r.arena))
 			r.arena = make([]byte, 0, max(idemBlock, len(it.raw)+sysRoom))
 		}
-		start, oldCap := len(r.arena), cap(r.arena)
+		start := len(r.arena)
 		var ferrs []store.FieldError
 		r.arena, ferrs = r.validator.Validate(it.raw, r.arena, sys)
-		if cap(r.arena) != oldCap && r.idemKey != nil {
-			// The records already in recs keep the outgrown array alive until the commit.
-			r.retired += int64(oldCap)
-		}
 		if len(ferrs) > 0 {
 			r.res.Rejected++
 			for _, fe := range ferrs {
@@ -587,10 +596,7 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 			}
 		}
 	}
-	if r.res.Accepted == 0 {
-		if err := r.wait(); err != nil {
-			return nil, err
-		}
+	if r.res.Accepted == 0 { // so no chunk was queued
 		r.res.Status = "rejected"
 		if r.res.Rejected == 0 {
 			return nil, store.Invalid(store.FieldError{Field: "data", Message: "holds no records"})
@@ -633,10 +639,6 @@ func readError(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return errf(store.CodeInvalidJSON, "the request ended before its body was read")
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return errf(store.CodeTooLarge, "the body is larger than this listener accepts")
-	}
 	var ge gzipError
 	if errors.As(err, &ge) {
 		return errf(store.CodeInvalidJSON, "the gzip stream is corrupt or truncated")
@@ -665,8 +667,8 @@ func (r *run) flush(received time.Time) error {
 	if r.firstErr != nil {
 		return r.firstErr
 	}
-	if ok, wait := r.s.quotas.Allow("rec/"+r.c.ClientID, r.c.Quota.RecordsPerMinute, len(r.recs)); !ok {
-		return &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	if err := r.s.allowRecords(r.c, len(r.recs)); err != nil {
+		return err
 	}
 	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
 	p := &pending{batch: batch, stream: &r.stream, done: make(chan error, 1)}
@@ -676,7 +678,7 @@ func (r *run) flush(received time.Time) error {
 		r.firstErr = err
 		return err
 	}
-	r.chunks = append(r.chunks, chunk{p: p, recs: r.recs, endPos: r.lastPos})
+	r.chunks = append(r.chunks, chunk{p: p, endPos: r.lastPos})
 	r.arena, r.recs, r.recBytes = nil, nil, 0
 	return nil
 }
@@ -691,9 +693,10 @@ func (r *run) settle() {
 		}
 		return
 	}
-	r.committed += len(c.recs)
+	recs := c.p.batch.Records
+	r.committed += len(recs)
 	r.resumeAt = c.endPos + 1
-	r.s.committed(r.c.ProjectID, r.model.Key, c.recs)
+	r.s.committed(r.c.ProjectID, r.model.Key, recs)
 }
 
 // wait waits for every queued chunk and returns the first failure.
@@ -728,10 +731,6 @@ func (r *run) partial(err error) error {
 		return err
 	}
 	r.wait()
-	var q *QuotaExceeded
-	if errors.As(err, &q) {
-		q.Accepted = r.committed
-	}
 	p := &Partial{Err: err, IngestID: r.res.IngestID, Accepted: r.committed}
 	at := r.resumeAt
 	if r.byLine {
@@ -799,8 +798,8 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if q := r.c.Quota.RecordsPerMinute; q > 0 && len(r.recs) > q {
 		return nil, errf(store.CodeTooLarge, "this request holds %d records but the client's records_per_minute quota is %d: a request with an Idempotency-Key is committed at once, so it can never fit; split it into requests of at most %d records", len(r.recs), q, q)
 	}
-	if ok, wait := r.s.quotas.Allow("rec/"+r.c.ClientID, r.c.Quota.RecordsPerMinute, len(r.recs)); !ok {
-		return nil, &QuotaExceeded{Wait: wait, What: "records_per_minute"}
+	if err := r.s.allowRecords(r.c, len(r.recs)); err != nil {
+		return nil, err
 	}
 	body, err := json.Marshal(r.res)
 	if err != nil {

@@ -458,7 +458,7 @@ func (s *Store) ListDiscovery(projectID, state string, page Page) ([]DiscoverySe
 	return out, next, err
 }
 
-// migrateDiscoveryPreviews (migration 4) moves the previews stored inside each session
+// migrateDiscoveryPreviews (migration 5) moves the previews stored inside each session
 // record into bucketDiscoveryPreviews, drops the stored copy of the inferred fields (they
 // are inferred on read now), clamps a session's sample count to what it learned from, and
 // indexes each waiting session by its client.

@@ -36,57 +36,75 @@ var ErrKeyPermissions = errors.New("master key file permissions are too open")
 // file alone discloses no secret. An existing key file that the group or other accounts may
 // read or write is refused (ErrKeyPermissions), like ssh refuses an open private key:
 // whoever reads it reads every sealed secret, unless o.InsecurePermissions is set.
-func LoadMasterKey(path, env string, o ...KeyOptions) ([]byte, error) {
+func LoadMasterKey(path, env string, o KeyOptions) ([]byte, error) {
+	key, err := ReadMasterKey(path, env, o)
+	if err != nil || key != nil {
+		return key, err
+	}
+	return createKeyFile(path, o)
+}
+
+// createKeyFile makes a new key file atomically: the key is written and synced under a
+// temporary name, then linked to path, which fails if path exists. So a crash never leaves
+// an empty or partial key file, and two processes racing end up with one key.
+func createKeyFile(path string, o KeyOptions) ([]byte, error) {
+	key := make([]byte, MasterKeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".lookout.key-*")
+	if err != nil {
+		return nil, fmt.Errorf("create master key: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(key)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write master key: %w", err)
+	}
+	if err := os.Link(tmp, path); errors.Is(err, os.ErrExist) {
+		return ReadMasterKey(path, "", o) // another process made it first
+	} else if err != nil {
+		return nil, fmt.Errorf("create master key: %w", err)
+	}
+	// Sync the directory too: secrets sealed with this key must never outlive the
+	// file's directory entry after a crash.
+	if d, err := os.Open(dir); err == nil {
+		err = d.Sync()
+		d.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sync master key directory: %w", err)
+		}
+	}
+	return key, nil
+}
+
+// ReadMasterKey is LoadMasterKey for commands that must change nothing (check): the env
+// value wins, else the key file is read, with the same permission rule; a missing file
+// gives (nil, nil) and is never created.
+func ReadMasterKey(path, env string, o KeyOptions) ([]byte, error) {
 	if env = strings.TrimSpace(env); env != "" {
 		return parseKey(env)
 	}
-	var opts KeyOptions
-	for _, x := range o {
-		opts.InsecurePermissions = opts.InsecurePermissions || x.InsecurePermissions
-	}
-	raw, err := readKeyFile(path, opts)
-	if errors.Is(err, os.ErrNotExist) {
-		key := make([]byte, MasterKeySize)
-		if _, err := rand.Read(key); err != nil {
-			return nil, err
-		}
-		// O_EXCL: two processes racing to create the key must not end up with two keys.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadMasterKey(path, "", opts)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("create master key: %w", err)
-		}
-		if _, err := f.Write(key); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write master key: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("sync master key: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, err
-		}
-		// Sync the directory too: secrets sealed with this key must never outlive the
-		// file's directory entry after a crash.
-		if dir, err := os.Open(filepath.Dir(path)); err == nil {
-			err = dir.Sync()
-			dir.Close()
-			if err != nil {
-				return nil, fmt.Errorf("sync master key directory: %w", err)
-			}
-		}
-		return key, nil
-	}
-	if errors.Is(err, ErrKeyPermissions) {
+	raw, err := readKeyFile(path, o)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case errors.Is(err, ErrKeyPermissions):
 		return nil, err
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("read master key: %w", err)
-	}
-	if len(raw) == MasterKeySize {
+	case len(raw) == MasterKeySize:
 		return raw, nil
 	}
 	return parseKey(strings.TrimSpace(string(raw)))
@@ -174,24 +192,4 @@ func (s *Sealer) DeriveKey(purpose string) []byte {
 	m := hmac.New(sha256.New, s.key)
 	m.Write([]byte("lookout/" + purpose))
 	return m.Sum(nil)
-}
-
-// ReadMasterKey is LoadMasterKey for commands that must change nothing (check): the env
-// value wins, else the key file is read; a missing file gives (nil, nil) and is never
-// created.
-func ReadMasterKey(path, env string) ([]byte, error) {
-	if env = strings.TrimSpace(env); env != "" {
-		return parseKey(env)
-	}
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read master key: %w", err)
-	}
-	if len(raw) == MasterKeySize {
-		return raw, nil
-	}
-	return parseKey(strings.TrimSpace(string(raw)))
 }

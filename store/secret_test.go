@@ -34,6 +34,10 @@ func TestMasterKeyPermissions(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := LoadMasterKey(path, "", KeyOptions{InsecurePermissions: tc.insecure})
+			// check reads the key with the same rule (it used to read any file).
+			if _, rerr := ReadMasterKey(path, "", KeyOptions{InsecurePermissions: tc.insecure}); errors.Is(rerr, ErrKeyPermissions) != tc.refused {
+				t.Fatalf("ReadMasterKey: %v", rerr)
+			}
 			if tc.refused {
 				if !errors.Is(err, ErrKeyPermissions) {
 					t.Fatalf("err = %v, want ErrKeyPermissions", err)
@@ -49,7 +53,33 @@ func TestMasterKeyPermissions(t *testing.T) {
 		})
 	}
 	// The environment variable involves no file, so nothing to check.
-	if _, err := LoadMasterKey("/nonexistent/never-read", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"); err != nil {
+	if _, err := LoadMasterKey("/nonexistent/never-read", "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", KeyOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKeyFileIsCreatedWhole: a new key file appears complete or not at all (written under
+// a temporary name, then linked), and nothing else is left in its directory.
+func TestKeyFileIsCreatedWhole(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lookout.key")
+	key, err := LoadMasterKey(path, "", KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(raw, key) {
+		t.Fatalf("file %x, key %x, %v", raw, key, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("%d entries left in the key's directory", len(entries))
+	}
+	again, err := LoadMasterKey(path, "", KeyOptions{})
+	if err != nil || !bytes.Equal(again, key) {
+		t.Fatal("a second load made another key")
 	}
 }

@@ -89,8 +89,7 @@ func Open(path string, opts Options) (*Store, error) {
 // updateIdentity runs a write transaction that may change accounts, memberships or tokens,
 // and then moves the identity generation on, so caches of those records notice.
 func (s *Store) updateIdentity(fn func(tx *bolt.Tx) error) error {
-	defer s.identityGen.Add(1)
-	return s.db.Update(fn)
+	return s.updateBumping(&s.identityGen, fn)
 }
 
 // IdentityGeneration changes after every committed write that may change what
@@ -103,8 +102,17 @@ func (s *Store) IdentityGeneration() uint64 { return s.identityGen.Load() }
 // Client CAs, and any resource written through updateRes), and then moves the runtime
 // generation on, so caches of those records notice.
 func (s *Store) updateRuntime(fn func(tx *bolt.Tx) error) error {
-	defer s.runtimeGen.Add(1)
-	return s.db.Update(fn)
+	return s.updateBumping(&s.runtimeGen, fn)
+}
+
+// updateBumping runs a write transaction and moves gen on once it has committed: a write
+// that was refused (rolled back) changed nothing, so caches keep what they hold.
+func (s *Store) updateBumping(gen *atomic.Uint64, fn func(tx *bolt.Tx) error) error {
+	err := s.db.Update(fn)
+	if err == nil {
+		gen.Add(1)
+	}
+	return err
 }
 
 // RuntimeGeneration changes after every committed write that may change a project, model,

@@ -171,19 +171,19 @@ func TestSealer(t *testing.T) {
 
 func TestLoadMasterKey(t *testing.T) {
 	dir := t.TempDir()
-	k1, err := LoadMasterKey(filepath.Join(dir, "k"), "")
+	k1, err := LoadMasterKey(filepath.Join(dir, "k"), "", KeyOptions{})
 	if err != nil || len(k1) != 32 {
 		t.Fatalf("create: %v", err)
 	}
-	k2, err := LoadMasterKey(filepath.Join(dir, "k"), "")
+	k2, err := LoadMasterKey(filepath.Join(dir, "k"), "", KeyOptions{})
 	if err != nil || !bytes.Equal(k1, k2) {
 		t.Fatalf("reload gave another key: %v", err)
 	}
-	if _, err := LoadMasterKey("", "c2hvcnQ="); err == nil {
+	if _, err := LoadMasterKey("", "c2hvcnQ=", KeyOptions{}); err == nil {
 		t.Fatal("accepted a short key")
 	}
 	hexKey := "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	if k, err := LoadMasterKey("", hexKey); err != nil || k[31] != 0x1f {
+	if k, err := LoadMasterKey("", hexKey, KeyOptions{}); err != nil || k[31] != 0x1f {
 		t.Fatalf("hex key: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
 package store
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Display text (names, descriptions) is shown in the console, in logs and in terminals: a
 // control character there hides text, moves the cursor or forges log lines. Names are one
@@ -18,21 +22,12 @@ func WithArticle(s string) string {
 // controlIn returns the first C0 or C1 control character or DEL in s, except those
 // allowed, and whether there was one.
 func controlIn(s string, allowed string) (rune, bool) {
-	for _, r := range s {
-		if (r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)) && !containsRune(allowed, r) {
-			return r, true
-		}
+	i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && !strings.ContainsRune(allowed, r) })
+	if i < 0 {
+		return 0, false
 	}
-	return 0, false
-}
-
-func containsRune(s string, r rune) bool {
-	for _, c := range s {
-		if c == r {
-			return true
-		}
-	}
-	return false
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return r, true
 }
 
 // name reports a display name that holds a control character.

@@ -110,13 +110,6 @@ func (s *Store) RegistrationOpen() error {
 func (s *Store) RegisterOwner(nu NewUser, workspaceName string, firstOnly bool) (User, Workspace, error) {
 	var u User
 	var ws Workspace
-	if firstOnly {
-		// Refused in a read transaction first: a write would move the identity generation and
-		// so drop every cached Management Token for nothing.
-		if err := s.RegistrationOpen(); err != nil {
-			return u, ws, err
-		}
-	}
 	err := s.updateIdentity(func(tx *bolt.Tx) error {
 		if firstOnly {
 			if k, _ := tx.Bucket(bucketUsers).Cursor().First(); k != nil {

@@ -90,28 +90,28 @@ func (s *Server) streamCopy(w http.ResponseWriter, what string, snapshot func() 
 	rc := http.NewResponseController(w)
 	// The deadline stays on the connection after this request: clear it for the next one.
 	defer rc.SetWriteDeadline(time.Time{})
-	buf := make([]byte, 1<<20)
-	var n int64
-	for {
-		m, rerr := f.Read(buf)
-		if m > 0 {
-			_ = rc.SetWriteDeadline(time.Now().Add(backupStall))
-			if _, err = w.Write(buf[:m]); err != nil {
-				break
-			}
-			n += int64(m)
-		}
-		if rerr == io.EOF {
-			return nil
-		}
-		if rerr != nil {
-			err = rerr
-			break
-		}
+	n, err := io.Copy(deadlineWriter{w: w, rc: rc}, f)
+	if err != nil && n == 0 {
+		w.Header().Del("Content-Length")
+		w.Header().Del("Content-Type")
+		return err // nothing sent yet: the envelope can still say so
 	}
-	// The status is sent; the short body tells the client the copy failed.
-	s.log.Error("backup stream failed", "file", what, "err", err, "written", n)
+	if err != nil {
+		// The status is sent; the short body tells the client the copy failed.
+		s.log.Error("backup stream failed", "file", what, "err", err, "written", n)
+	}
 	return nil
+}
+
+// deadlineWriter gives each write of a backup stream backupStall to make progress.
+type deadlineWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(backupStall))
+	return d.w.Write(p)
 }
 
 func (s *Server) handleAdminBackup(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -506,6 +506,21 @@ func (s *Store) DeleteClient(kind, projectID, id string) error {
 		if err != nil {
 			return err
 		}
+		if kind == ClientIngest { // a session waiting for the client would wait for ever
+			d, err := waitingSession(tx, projectID, id)
+			if err != nil {
+				return err
+			}
+			if d != nil {
+				d.State = DiscoveryDiscarded
+				if err := endDiscovery(tx, d); err != nil {
+					return err
+				}
+				if err := touchRes(tx, KindDiscovery, d, now); err != nil {
+					return err
+				}
+			}
+		}
 		return deleteRes(tx, clientKind(kind), &c)
 	})
 }

@@ -185,3 +185,28 @@ func TestMigrationMovesDiscoveryPreviews(t *testing.T) {
 		t.Fatalf("capture after migration: %v", err)
 	}
 }
+
+// TestDeletingAClientEndsItsDiscovery: a session waiting for a deleted client would wait
+// for ever and keep the client's samples: deleting the client discards it.
+func TestDeletingAClientEndsItsDiscovery(t *testing.T) {
+	s, p, c, d := openDiscovery(t)
+	if _, _, err := s.CaptureDiscovery(p.ID, c.ID, []map[string]any{{"a": 1.0}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteClient(ClientIngest, p.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Discovery(p.ID, d.ID)
+	if err != nil || got.State != DiscoveryDiscarded {
+		t.Fatalf("session %s after its client was deleted (%v)", got.State, err)
+	}
+	if _, previews, keys := storedSize(t, s, d.ID); previews != 0 || keys != 0 {
+		t.Fatalf("%d preview keys (%d bytes) left", keys, previews)
+	}
+	s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketDiscoveryWaiting).Get([]byte(c.ID)) != nil {
+			t.Error("waiting index entry left")
+		}
+		return nil
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"lookout/query"
 	"lookout/store"
 )
 
@@ -59,7 +60,7 @@ func openData(g *globalOptions, mustExist, readOnly bool) (*dataAccess, error) {
 	lock, err := lockDataDir(g.dataDir, mode, wait)
 	if err == nil {
 		var st *store.Store
-		st, err = store.Open(dbPath, store.Options{LockTimeout: wait, ReadOnly: readOnly})
+		st, err = store.Open(dbPath, store.Options{LockTimeout: wait, ReadOnly: readOnly, QueryRules: query.Rules{}})
 		if err == nil {
 			return &dataAccess{store: st, lock: lock, dataDir: g.dataDir}, nil
 		}

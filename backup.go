@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 func newBackupCommand(g *globalOptions) *cobra.Command {
@@ -138,7 +138,7 @@ func writeBackup(d *dataAccess, target string) ([]backupFile, error) {
 			if d.store == nil {
 				return streamBackup(d.client, "/v1/backup/warehouses/"+id, w)
 			}
-			l, err := store.OpenReadOnlyLog(d.dataDir, id)
+			l, err := warehouse.OpenReadOnlyLog(d.dataDir, id)
 			if err != nil {
 				return 0, err
 			}
@@ -217,7 +217,7 @@ func warehouseFiles(d *dataAccess) ([]string, error) {
 		err := d.call("GET", "/v1/warehouses", nil, &ids)
 		return ids, err
 	}
-	rs, err := store.OpenRecordStore(d.dataDir)
+	rs, err := warehouse.OpenRecordStore(d.dataDir)
 	if err != nil {
 		return nil, err
 	}

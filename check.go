@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 func newCheckCommand(g *globalOptions) *cobra.Command {
@@ -55,7 +56,7 @@ func checkOffline(st *store.Store, g *globalOptions) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := store.OpenRecordStore(g.dataDir)
+	rs, err := warehouse.OpenRecordStore(g.dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func checkOffline(st *store.Store, g *globalOptions) ([]string, error) {
 		return nil, err
 	}
 	for _, id := range files {
-		l, err := store.OpenReadOnlyLog(g.dataDir, id)
+		l, err := warehouse.OpenReadOnlyLog(g.dataDir, id)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("warehouse file %s: %v", id, err))
 			continue

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 // TestIngestSurvivesSIGKILL streams NDJSON at full speed while the server is killed with
@@ -136,9 +136,9 @@ func TestIngestSurvivesSIGKILL(t *testing.T) {
 
 // openWarehouse opens a warehouse file of a stopped server's data dir read-only, and runs
 // bbolt's check on it at cleanup, as tests of lookout.db do.
-func openWarehouse(t *testing.T, dataDir, id string) *store.ReadOnlyLog {
+func openWarehouse(t *testing.T, dataDir, id string) *warehouse.ReadOnlyLog {
 	t.Helper()
-	l, err := store.OpenReadOnlyLog(dataDir, id)
+	l, err := warehouse.OpenReadOnlyLog(dataDir, id)
 	if err != nil {
 		t.Fatal(err)
 	}

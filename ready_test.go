@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 // TestWarehousesOpenBeforeReady: a restarted server opens (and upgrades) every warehouse
@@ -15,7 +15,7 @@ import (
 // writer's lock.
 func TestWarehousesOpenBeforeReady(t *testing.T) {
 	dir := t.TempDir()
-	rs, err := store.OpenRecordStore(dir)
+	rs, err := warehouse.OpenRecordStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestWarehousesOpenBeforeReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Append([]*store.AppendBatch{{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: [][]byte{[]byte(`{}`)}}}); err != nil {
+	if err := l.Append([]*warehouse.AppendBatch{{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: [][]byte{[]byte(`{}`)}}}); err != nil {
 		t.Fatal(err)
 	}
 	rs.Close()

@@ -24,7 +24,9 @@ import (
 	"lookout/auth"
 	apphttp "lookout/http"
 	"lookout/ingest"
+	"lookout/query"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // serveOptions are serve's flags (each also read from LOOKOUT_<FLAG>).
@@ -203,7 +205,7 @@ type Main struct {
 	Now func() time.Time
 
 	Store   *store.Store
-	Records *store.RecordStore
+	Records *warehouse.RecordStore
 	Ingest  *ingest.Service
 	Auth    *auth.Service
 	HTTP    *apphttp.Server
@@ -254,11 +256,11 @@ func (m *Main) Open() (err error) {
 	if err != nil {
 		return err
 	}
-	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer, NewMasterKey: m.opts.newMasterKey}); err != nil {
+	if m.Store, err = store.Open(filepath.Join(m.dataDir, "lookout.db"), store.Options{Now: m.Now, LockTimeout: 500 * time.Millisecond, Sealer: sealer, NewMasterKey: m.opts.newMasterKey, QueryRules: query.Rules{}}); err != nil {
 		return err
 	}
 	m.Auth = auth.New(m.Store, sealer.DeriveKey("session-jwt"), m.Now, m.Log)
-	if m.Records, err = store.OpenRecordStore(m.dataDir); err != nil {
+	if m.Records, err = warehouse.OpenRecordStore(m.dataDir); err != nil {
 		return err
 	}
 	files, err := m.noteWarehouseFiles()

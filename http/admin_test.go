@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 // TestStalledBackupReaderDoesNotBlockWriters: a backup client that stops reading must not
@@ -31,7 +31,7 @@ func TestStalledBackupReaderDoesNotBlockWriters(t *testing.T) {
 		for i := range recs {
 			recs[i] = fmt.Appendf(nil, `{"pad":"%s"}`, bytes.Repeat([]byte{'x'}, 64<<10))
 		}
-		return l.Append([]*store.AppendBatch{{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: recs}})
+		return l.Append([]*warehouse.AppendBatch{{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: recs}})
 	}
 	// Larger than any socket buffer, so the stream cannot finish into the kernel.
 	if err := batch(64); err != nil {

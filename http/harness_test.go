@@ -18,7 +18,9 @@ import (
 	"lookout/auth"
 	"lookout/ingest"
 	"lookout/internal/testclock"
+	"lookout/query"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // harness is a real Server over a real bbolt file behind httptest, with a fake clock.
@@ -34,7 +36,7 @@ type harness struct {
 
 	ingestURL string // the ingest listener, over TLS that requests client certificates
 	ingestTLS *httptest.Server
-	records   *store.RecordStore
+	records   *warehouse.RecordStore
 	ingest    *ingest.Service
 }
 
@@ -53,14 +55,14 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "lookout.db"), store.Options{Now: c.Now, Sealer: sealer})
+	st, err := store.Open(filepath.Join(dir, "lookout.db"), store.Options{Now: c.Now, Sealer: sealer, QueryRules: query.Rules{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := auth.New(st, []byte("0123456789abcdef0123456789abcdef"), c.Now, log)
-	records, err := store.OpenRecordStore(dir)
+	records, err := warehouse.OpenRecordStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

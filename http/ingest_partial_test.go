@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"lookout/ingest"
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 // orderLine is NDJSON line n of a test stream: valid unless bad.
@@ -309,5 +309,5 @@ func TestSystemFieldsDoNotCollide(t *testing.T) {
 	if err := json.Unmarshal([]byte(recs[0]), &fields); err != nil || fields["ingest_id"] != "mine" || !strings.HasPrefix(fmt.Sprint(fields["_ingest_id"]), "ing_") || strings.Count(recs[0], `"ingest_id"`) != 1 {
 		t.Fatalf("stored %s", recs[0])
 	}
-	_ = store.WarehouseVersion
+	_ = warehouse.WarehouseVersion
 }

@@ -24,6 +24,7 @@ import (
 	"lookout/ingest"
 	"lookout/limits"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // Server holds the services the handlers call and builds the listeners' handlers.
@@ -40,7 +41,7 @@ type Server struct {
 	metrics       *metrics
 	ingest        *ingest.Service
 	wsIngestPath  string
-	records       *store.RecordStore
+	records       *warehouse.RecordStore
 	wsDiscover    bool
 	ingestURL     string
 	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
@@ -68,7 +69,7 @@ type Config struct {
 	Ingest       *ingest.Service
 	WSIngestPath string
 	// Records holds the embedded warehouse files (admin backup and check).
-	Records *store.RecordStore
+	Records *warehouse.RecordStore
 	// WSDiscover enables /ws/discover on the ingest listener.
 	WSDiscover bool
 	// IngestURL is the ingest listener's address, for the OpenAPI documents.

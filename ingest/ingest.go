@@ -19,6 +19,7 @@ import (
 
 	"lookout/limits"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // Caller is the authenticated runtime client a request comes from (the transport resolves
@@ -113,7 +114,7 @@ var DefaultLimits = Limits{MaxBody: 1 << 30, MaxRatio: 100, IdempotentMemory: 25
 // Service runs ingest. It is safe for concurrent use.
 type Service struct {
 	store   *store.Store
-	records *store.RecordStore
+	records *warehouse.RecordStore
 	now     func() time.Time
 	log     *slog.Logger
 	quotas  *limits.Quotas
@@ -135,7 +136,7 @@ type Service struct {
 }
 
 // New returns a Service writing into records, with DefaultLimits.
-func New(st *store.Store, records *store.RecordStore, now func() time.Time, log *slog.Logger) *Service {
+func New(st *store.Store, records *warehouse.RecordStore, now func() time.Time, log *slog.Logger) *Service {
 	if now == nil {
 		now = time.Now
 	}
@@ -446,7 +447,7 @@ type run struct {
 
 	schema    string
 	model     store.Model
-	validator *store.RecordValidator
+	validator *warehouse.RecordValidator
 	w         *writer
 
 	arena    []byte
@@ -531,7 +532,7 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		}
 	}
 	received := r.s.now().UTC()
-	sys := store.SystemValues{ReceivedAt: received.Format("2006-01-02T15:04:05.000000Z"), ClientID: r.c.ClientID, IngestID: r.res.IngestID}
+	sys := warehouse.SystemValues{ReceivedAt: received.Format("2006-01-02T15:04:05.000000Z"), ClientID: r.c.ClientID, IngestID: r.res.IngestID}
 	limit := r.chunkLimit()
 	for {
 		it, err := src.next()
@@ -670,7 +671,7 @@ func (r *run) flush(received time.Time) error {
 	if err := r.s.allowRecords(r.c, len(r.recs)); err != nil {
 		return err
 	}
-	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
+	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
 	p := &pending{batch: batch, stream: &r.stream, done: make(chan error, 1)}
 	if err := r.w.enqueue(r.ctx, p); err != nil {
 		// Not queued, and nothing after it will be: the chunks queued before it still
@@ -805,7 +806,7 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := &store.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs, IdemKey: r.idemKey, IdemHash: r.fp.sum(), IdemResponse: body}
+	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs, IdemKey: r.idemKey, IdemHash: r.fp.sum(), IdemResponse: body}
 	if err := r.w.submit(r.ctx, batch); err != nil {
 		return nil, err
 	}
@@ -829,7 +830,7 @@ func (s *Service) committed(projectID, modelKey string, recs [][]byte) {
 // service writes to, in transactions of a bounded size. Main calls it every minute.
 func (s *Service) PruneIdempotency() error {
 	s.mu.Lock()
-	logs := make([]*store.RecordLog, 0, len(s.writers))
+	logs := make([]*warehouse.RecordLog, 0, len(s.writers))
 	for _, w := range s.writers {
 		logs = append(logs, w.log)
 	}

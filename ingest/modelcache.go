@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // modelCache keeps what resolve reads from the control plane for each (project, model key)
@@ -25,7 +26,7 @@ type modelGen struct {
 // resolvedModel is shared by every request of its generation: read it, never change it.
 type resolvedModel struct {
 	model     store.Model
-	validator *store.RecordValidator
+	validator *warehouse.RecordValidator
 	warehouse store.Warehouse
 }
 
@@ -55,7 +56,7 @@ func (s *Service) model(projectID, key string) (*resolvedModel, error) {
 		return nil, err
 	}
 	rm := &resolvedModel{model: m, warehouse: wh}
-	rm.validator = rm.model.Validator()
+	rm.validator = warehouse.NewValidator(&rm.model)
 	g.models.Store(ck, rm)
 	return rm, nil
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
 // ErrBusy is returned when a warehouse writer's queue stays full, or the writer is
@@ -36,7 +36,7 @@ const enqueueWait = 5 * time.Second
 type stream struct{ failed atomic.Bool }
 
 type pending struct {
-	batch  *store.AppendBatch
+	batch  *warehouse.AppendBatch
 	stream *stream // nil for a batch that stands alone
 	done   chan error
 }
@@ -46,7 +46,7 @@ type pending struct {
 // as soon as the previous commit is done, so batches grow with load). Batches are
 // committed in the order they were queued.
 type writer struct {
-	log   *store.RecordLog
+	log   *warehouse.RecordLog
 	queue chan *pending
 
 	// mu guards closed against enqueues: close sets it under the write lock, so after
@@ -64,7 +64,7 @@ type writer struct {
 	deadline context.Context
 }
 
-func newWriter(log *store.RecordLog) *writer {
+func newWriter(log *warehouse.RecordLog) *writer {
 	w := &writer{log: log, queue: make(chan *pending, queueDepth),
 		stop: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
@@ -108,7 +108,7 @@ func (w *writer) gather(first *pending) []*pending {
 }
 
 func (w *writer) commit(group []*pending) {
-	batches := make([]*store.AppendBatch, 0, len(group))
+	batches := make([]*warehouse.AppendBatch, 0, len(group))
 	live := group[:0:0]
 	for _, p := range group {
 		if p.stream != nil && p.stream.failed.Load() {
@@ -180,7 +180,7 @@ func (w *writer) enqueue(ctx context.Context, p *pending) error {
 }
 
 // submit queues a batch and waits until it is committed (see enqueue for the errors).
-func (w *writer) submit(ctx context.Context, b *store.AppendBatch) error {
+func (w *writer) submit(ctx context.Context, b *warehouse.AppendBatch) error {
 	p := &pending{batch: b, done: make(chan error, 1)}
 	if err := w.enqueue(ctx, p); err != nil {
 		return err

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"lookout/store"
+	"lookout/warehouse"
 )
 
-func newTestLog(t *testing.T) *store.RecordLog {
+func newTestLog(t *testing.T) *warehouse.RecordLog {
 	t.Helper()
-	rs, err := store.OpenRecordStore(t.TempDir())
+	rs, err := warehouse.OpenRecordStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,12 +25,12 @@ func newTestLog(t *testing.T) *store.RecordLog {
 	return l
 }
 
-func batchOf(n int) *store.AppendBatch {
+func batchOf(n int) *warehouse.AppendBatch {
 	recs := make([][]byte, n)
 	for i := range recs {
 		recs[i] = []byte(fmt.Sprintf(`{"n":%d}`, i))
 	}
-	return &store.AppendBatch{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: recs}
+	return &warehouse.AppendBatch{ModelID: "mdl_a", ReceivedAt: time.Unix(1, 0), Records: recs}
 }
 
 // TestWriterCloseAnswersEveryone: submits racing a close each get an answer, committed
@@ -108,14 +108,14 @@ func TestPruneKeepsUpWithAnyRate(t *testing.T) {
 	l := newTestLog(t)
 	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	const n = 25_000
-	batches := make([]*store.AppendBatch, 0, n)
+	batches := make([]*warehouse.AppendBatch, 0, n)
 	for i := 0; i < n; i++ {
-		batches = append(batches, &store.AppendBatch{ModelID: "mdl_a", ReceivedAt: t0, IdemKey: []byte(fmt.Sprintf("ic_1\x00k%d", i)), IdemResponse: []byte(`{}`)})
+		batches = append(batches, &warehouse.AppendBatch{ModelID: "mdl_a", ReceivedAt: t0, IdemKey: []byte(fmt.Sprintf("ic_1\x00k%d", i)), IdemResponse: []byte(`{}`)})
 	}
 	if err := l.Append(batches); err != nil {
 		t.Fatal(err)
 	}
-	now := t0.Add(store.IdempotencyTTL + time.Minute)
+	now := t0.Add(warehouse.IdempotencyTTL + time.Minute)
 	s := &Service{now: func() time.Time { return now }, writers: map[string]*writer{"wh_1": {log: l}}}
 	if err := s.PruneIdempotency(); err != nil {
 		t.Fatal(err)

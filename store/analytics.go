@@ -52,7 +52,10 @@ func (a *AnalyticsAPI) apply(in AnalyticsAPIInput) {
 }
 
 // validate checks the API against its model, read in the same transaction.
-func (a *AnalyticsAPI) validate(tx *bolt.Tx) error {
+func (a *AnalyticsAPI) validate(tx *bolt.Tx, rules QueryRules) error {
+	if rules == nil {
+		return errNoQueryRules
+	}
 	var f fieldErrors
 	if !keyPattern.MatchString(a.Key) {
 		f.add("key", "must match ^[a-z][a-z0-9_]{0,62}$")
@@ -65,7 +68,7 @@ func (a *AnalyticsAPI) validate(tx *bolt.Tx) error {
 		f.add("description", "must be at most 2000 characters")
 	}
 	f.text("description", a.Description)
-	f = append(f, ValidateParams(a.Params)...)
+	f = append(f, rules.ValidateParams(a.Params)...)
 	id := tx.Bucket(bucketModelKeys).Get(pairKey(a.ProjectID, a.ModelKey))
 	if id == nil {
 		f.add("model_key", "%q is not a model of this project", a.ModelKey)
@@ -78,8 +81,7 @@ func (a *AnalyticsAPI) validate(tx *bolt.Tx) error {
 	if m.Status != StatusActive {
 		f.add("model_key", "model %q is archived", a.ModelKey)
 	}
-	_, qerrs := ValidateQuery(&m, &a.Query, a.Params)
-	f = append(f, qerrs...)
+	f = append(f, rules.ValidateQuery(&m, &a.Query, a.Params)...)
 	return f.err()
 }
 
@@ -96,7 +98,7 @@ func (s *Store) CreateAnalyticsAPI(projectID string, in AnalyticsAPIInput) (Anal
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return NotFound("project")
 		}
-		if err := a.validate(tx); err != nil {
+		if err := a.validate(tx, s.rules); err != nil {
 			return err
 		}
 		keys := tx.Bucket(bucketAPIKeys)
@@ -122,7 +124,7 @@ func (s *Store) UpdateAnalyticsAPI(projectID, id string, in AnalyticsAPIInput, i
 			return conflictField("key", "the key of an Analytics API is stable and cannot change")
 		}
 		a.apply(in)
-		return a.validate(tx)
+		return a.validate(tx, s.rules)
 	})
 }
 

@@ -185,7 +185,7 @@ func (c *clientRecord) apply(in ClientInput) {
 	}
 }
 
-func (c *clientRecord) validate(tx *bolt.Tx, in ClientInput) error {
+func (c *clientRecord) validate(tx *bolt.Tx, in ClientInput, rules QueryRules) error {
 	var f fieldErrors
 	if n := utf8.RuneCountInString(c.Name); n == 0 || n > 200 {
 		f.add("name", "must be 1 to 200 characters")
@@ -201,8 +201,11 @@ func (c *clientRecord) validate(tx *bolt.Tx, in ClientInput) error {
 	if q := c.QueryOptions; q != nil {
 		validateKeys(&f, tx, bucketAPIKeys, c.ProjectID, "analytics_apis", "an Analytics API", q.AnalyticsAPIs)
 		validateKeys(&f, tx, bucketModelKeys, c.ProjectID, "adhoc_models", "a model", q.AdhocModels)
+		if len(q.RequiredFilters) > 0 && rules == nil {
+			return errNoQueryRules
+		}
 		for i, flt := range q.RequiredFilters {
-			for _, e := range flt.validateShape() {
+			for _, e := range rules.ValidateFilter(flt) {
 				f.add(fmt.Sprintf("required_filters[%d].%s", i, e.Field), "%s", e.Message)
 			}
 		}
@@ -229,7 +232,7 @@ func (s *Store) CreateClient(kind, projectID string, in ClientInput) (Client, er
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return NotFound("project")
 		}
-		if err := c.validate(tx, in); err != nil {
+		if err := c.validate(tx, in, s.rules); err != nil {
 			return err
 		}
 		return s.insertRes(tx, clientKind(kind), &c, s.now())
@@ -242,7 +245,7 @@ func (s *Store) CreateClient(kind, projectID string, in ClientInput) (Client, er
 func (s *Store) UpdateClient(kind, projectID, id string, in ClientInput, ifMatch int) (Client, error) {
 	c, err := updateRes(s, clientKind(kind), projectID, id, ifMatch, func(tx *bolt.Tx, c *clientRecord) error {
 		c.apply(in)
-		return c.validate(tx, in)
+		return c.validate(tx, in, s.rules)
 	})
 	return c.Client, err
 }

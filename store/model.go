@@ -368,7 +368,7 @@ func (m *Model) Validate(rec map[string]any) (map[string]any, []FieldError) {
 			}
 			continue
 		}
-		nv, msg := checkValue(fd.Type, v)
+		nv, msg := CheckValue(fd.Type, v)
 		if msg != "" {
 			errs = append(errs, FieldError{Field: fd.Name, Message: msg})
 			continue
@@ -386,13 +386,14 @@ func (m *Model) Validate(rec map[string]any) (map[string]any, []FieldError) {
 		}
 	}
 	if len(errs) > 0 {
-		sortFieldErrors(errs)
+		SortFieldErrors(errs)
 		return nil, errs
 	}
 	return out, nil
 }
 
-func sortFieldErrors(errs []FieldError) {
+// SortFieldErrors orders field errors by field name, so messages are deterministic.
+func SortFieldErrors(errs []FieldError) {
 	for i := 1; i < len(errs); i++ {
 		for j := i; j > 0 && errs[j].Field < errs[j-1].Field; j-- {
 			errs[j], errs[j-1] = errs[j-1], errs[j]
@@ -400,9 +401,9 @@ func sortFieldErrors(errs []FieldError) {
 	}
 }
 
-// checkValue checks a decoded JSON value against a field type and returns the value to
+// CheckValue checks a decoded JSON value against a field type and returns the value to
 // store, or a message saying what is wrong.
-func checkValue(typ string, v any) (any, string) {
+func CheckValue(typ string, v any) (any, string) {
 	switch typ {
 	case TypeString:
 		if s, ok := v.(string); ok {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -62,35 +61,4 @@ func TestMigrationGivesOldProjectsADefaultWarehouse(t *testing.T) {
 	if err != nil || len(ws2) != 1 || ws2[0].Name != "default" {
 		t.Fatalf("after migration: %+v %v", ws2, err)
 	}
-}
-
-// FuzzValidateQuery: any query object decoded from JSON is validated without panicking, and
-// a query declared valid names only real columns in order_by.
-func FuzzValidateQuery(f *testing.F) {
-	for _, seed := range []string{
-		`{"select":["id","amount"],"filters":[{"field":"amount","op":"gt","value":3}],"limit":10}`,
-		`{"group_by":["country"],"aggregations":[{"fn":"sum","field":"amount","as":"revenue"}],"order_by":[{"field":"revenue","desc":true}]}`,
-		`{"filters":[{"field":"country","op":"in","value":["NL","DE"]},{"field":"id","op":"eq","value":{"param":"id"}}]}`,
-		`{"time_range":{"from":"-24h","to":"2026-01-01T00:00:00Z"}}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	m := &Model{Key: "orders", Fields: []Field{{Name: "id", Type: TypeString, Required: true}, {Name: "amount", Type: TypeNumber},
-		{Name: "country", Type: TypeString}, {Name: "at", Type: TypeTimestamp}, {Name: "tags", Type: TypeArray}}}
-	params := []Param{{Name: "id", Type: TypeString}}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var q QuerySpec
-		if json.Unmarshal(b, &q) != nil {
-			return
-		}
-		cols, errs := ValidateQuery(m, &q, params)
-		if len(errs) > 0 {
-			return
-		}
-		for _, o := range q.OrderBy {
-			if !contains(cols, o.Field) {
-				t.Fatalf("valid query orders by %q, not among %v", o.Field, cols)
-			}
-		}
-	})
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -16,12 +15,10 @@ import (
 // never keeps bbolt from growing the file (a remap waits for every open read transaction).
 // Closing the file frees its space; being unlinked, it is never left behind, even by
 // kill -9.
-func (s *Store) Snapshot() (*os.File, error) { return snapshot(s.db) }
+func (s *Store) Snapshot() (*os.File, error) { return SnapshotFile(s.db) }
 
-// Snapshot is Store.Snapshot for an embedded warehouse file.
-func (l *RecordLog) Snapshot() (*os.File, error) { return snapshot(l.db) }
-
-func snapshot(db *bolt.DB) (*os.File, error) {
+// SnapshotFile is Snapshot for any bbolt file (the warehouse files use it too).
+func SnapshotFile(db *bolt.DB) (*os.File, error) {
 	f, err := os.CreateTemp(filepath.Dir(db.Path()), ".backup-*")
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
@@ -40,28 +37,3 @@ func snapshot(db *bolt.DB) (*os.File, error) {
 	}
 	return f, nil
 }
-
-// ReadOnlyLog is an embedded warehouse file opened for reading only, for the offline
-// check and backup commands: nothing is created, migrated or written, and the file's
-// bytes and modification time stay as they were.
-type ReadOnlyLog struct{ *RecordLog }
-
-// OpenReadOnlyLog opens <dataDir>/warehouses/<warehouseID>.db read-only. A missing file is
-// an error (it is never created).
-func OpenReadOnlyLog(dataDir, warehouseID string) (*ReadOnlyLog, error) {
-	if !validFileID(warehouseID) {
-		return nil, fmt.Errorf("bad warehouse id %q", warehouseID)
-	}
-	path := filepath.Join(dataDir, "warehouses", warehouseID+".db")
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("open warehouse %s: %w", warehouseID, err)
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second, FreelistType: bolt.FreelistMapType})
-	if err != nil {
-		return nil, fmt.Errorf("open warehouse %s: %w", warehouseID, err)
-	}
-	return &ReadOnlyLog{&RecordLog{db: db}}, nil
-}
-
-// Close closes the file.
-func (l *ReadOnlyLog) Close() error { return l.db.Close() }

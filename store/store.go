@@ -29,6 +29,7 @@ type Store struct {
 	// Now is the clock; tests replace it. Every timestamp the store writes comes from here.
 	Now    func() time.Time
 	sealer *Sealer
+	rules  QueryRules
 }
 
 // Options tune Open.
@@ -45,6 +46,10 @@ type Options struct {
 	// backups and checks work. With one, a read-write Open checks that the sealer's key is
 	// the data file's (see ErrWrongMasterKey), storing the key check on first use.
 	Sealer *Sealer
+	// QueryRules checks the query objects that Analytics APIs and query clients store.
+	// Without it those writes fail with an internal error rather than store an unchecked
+	// query.
+	QueryRules QueryRules
 	// NewMasterKey replaces the stored key check with one for Sealer's key: the operator
 	// lost the old key and accepts that secrets sealed with it stay unreadable.
 	NewMasterKey bool
@@ -73,7 +78,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db, Now: opts.Now, sealer: opts.Sealer}
+	s := &Store{db: db, Now: opts.Now, sealer: opts.Sealer, rules: opts.QueryRules}
 	if opts.ReadOnly {
 		err = checkVersion(db)
 	} else if err = migrate(s); err == nil && opts.Sealer != nil {

@@ -1,8 +1,9 @@
-package store
+package warehouse
 
 import (
 	"bytes"
 	"encoding/json"
+	"lookout/store"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,17 +11,17 @@ import (
 	"unicode/utf8"
 )
 
-func testModel(unknown string) *Model {
-	return &Model{Key: "orders", UnknownFields: unknown, Fields: []Field{
-		{Name: "id", Type: TypeString, Required: true}, {Name: "n", Type: TypeInteger}, {Name: "x", Type: TypeNumber},
-		{Name: "ok", Type: TypeBoolean}, {Name: "at", Type: TypeTimestamp}, {Name: "o", Type: TypeObject}, {Name: "a", Type: TypeArray},
+func testModel(unknown string) *store.Model {
+	return &store.Model{Key: "orders", UnknownFields: unknown, Fields: []store.Field{
+		{Name: "id", Type: store.TypeString, Required: true}, {Name: "n", Type: store.TypeInteger}, {Name: "x", Type: store.TypeNumber},
+		{Name: "ok", Type: store.TypeBoolean}, {Name: "at", Type: store.TypeTimestamp}, {Name: "o", Type: store.TypeObject}, {Name: "a", Type: store.TypeArray},
 	}}
 }
 
 var sys = SystemValues{ReceivedAt: "2026-11-21T12:00:00.000001Z", ClientID: "ic_1", IngestID: "ing_1"}
 
 func TestRecordValidator(t *testing.T) {
-	v := testModel(UnknownReject).Validator()
+	v := NewValidator(testModel(store.UnknownReject))
 	for _, tc := range []struct {
 		in, want, bad string
 	}{
@@ -66,7 +67,7 @@ func TestRecordValidator(t *testing.T) {
 			t.Errorf("%s: %v, want one naming %s", tc.in, errs, tc.bad)
 		}
 	}
-	d := testModel(UnknownDrop).Validator()
+	d := NewValidator(testModel(store.UnknownDrop))
 	out, errs := d.Validate([]byte(`{"zz":{"deep":[1]},"id":"1","yy":2}`), []byte("prefix"), sys)
 	if len(errs) > 0 || string(out) != `prefix{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}` {
 		t.Fatalf("drop: %s %v", out, errs)
@@ -88,12 +89,12 @@ func FuzzValidatorsAgree(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte, drop bool) {
-		mode := UnknownReject
+		mode := store.UnknownReject
 		if drop {
-			mode = UnknownDrop
+			mode = store.UnknownDrop
 		}
 		m := testModel(mode)
-		out, errs := m.Validator().Validate(raw, nil, sys)
+		out, errs := NewValidator(m).Validate(raw, nil, sys)
 		if len(errs) == 0 && !json.Valid(out) {
 			t.Fatalf("accepted %q as invalid JSON %q", raw, out)
 		}
@@ -116,7 +117,7 @@ func FuzzValidatorsAgree(f *testing.F) {
 		}
 		want, werrs := m.Validate(rec)
 		if (len(errs) == 0) != (len(werrs) == 0) {
-			t.Fatalf("%q: byte validator %v, Model.Validate %v", raw, errs, werrs)
+			t.Fatalf("%q: byte validator %v, store.Model.Validate %v", raw, errs, werrs)
 		}
 		if len(errs) > 0 {
 			return
@@ -133,7 +134,7 @@ func FuzzValidatorsAgree(f *testing.F) {
 		a, _ := json.Marshal(normalise(got))
 		b, _ := json.Marshal(normalise(want))
 		if !bytes.Equal(a, b) {
-			t.Fatalf("%q: stored %s, Model.Validate %s", raw, a, b)
+			t.Fatalf("%q: stored %s, store.Model.Validate %s", raw, a, b)
 		}
 	})
 }

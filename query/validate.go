@@ -1,101 +1,40 @@
-package store
+// Package query is the query runtime: it validates a query object (CONTRACTS §5) against a
+// model, binds an Analytics API's parameters, ANDs in a client's required filters, plans
+// which blocks and columns to read and runs the query over the embedded warehouse.
+package query
 
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 	"time"
+
+	"lookout/cond"
+	"lookout/store"
 )
-
-// The query object (CONTRACTS §5) as Analytics APIs store it and the query runtime runs it.
-
-// Filter is one condition: field op value. value may be {"param": "name"}, a reference to a
-// parameter of the Analytics API.
-type Filter struct {
-	Field string `json:"field"`
-	Op    string `json:"op"`
-	Value any    `json:"value,omitempty"`
-}
-
-// Aggregation computes one output column over a group.
-type Aggregation struct {
-	Fn    string `json:"fn"`
-	Field string `json:"field,omitempty"`
-	As    string `json:"as,omitempty"`
-}
-
-// OrderBy sorts by an output column.
-type OrderBy struct {
-	Field string `json:"field"`
-	Desc  bool   `json:"desc"`
-}
-
-// TimeRange bounds the records' receive time: RFC 3339 instants, or durations before now
-// written with a minus sign ("-24h"). Either end may be empty.
-type TimeRange struct {
-	From string `json:"from,omitempty"`
-	To   string `json:"to,omitempty"`
-}
-
-// QuerySpec is a stored or ad-hoc query over one model.
-type QuerySpec struct {
-	Select       []string      `json:"select,omitempty"`
-	Filters      []Filter      `json:"filters,omitempty"`
-	GroupBy      []string      `json:"group_by,omitempty"`
-	Aggregations []Aggregation `json:"aggregations,omitempty"`
-	OrderBy      []OrderBy     `json:"order_by,omitempty"`
-	Limit        int           `json:"limit,omitempty"`
-	TimeRange    *TimeRange    `json:"time_range,omitempty"`
-}
-
-// Param is a parameter of an Analytics API, supplied by the caller at query time.
-type Param struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Required bool   `json:"required"`
-	Default  any    `json:"default,omitempty"`
-}
-
-// MaxQueryLimit is the largest limit a query may ask for.
-const MaxQueryLimit = 10000
-
-// Filter operators and the field types each applies to.
-var filterOps = map[string][]string{
-	"eq":          {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
-	"neq":         {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
-	"gt":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"gte":         {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"lt":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"lte":         {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"in":          {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"not_in":      {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"contains":    {TypeString},
-	"starts_with": {TypeString},
-	"ends_with":   {TypeString},
-	"exists":      FieldTypes,
-	"not_exists":  FieldTypes,
-}
 
 // Aggregation functions and the field types each applies to (count needs no field).
 var aggFns = map[string][]string{
-	"count":          FieldTypes,
-	"count_distinct": {TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeTimestamp},
-	"sum":            {TypeInteger, TypeNumber},
-	"avg":            {TypeInteger, TypeNumber},
-	"min":            {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
-	"max":            {TypeString, TypeInteger, TypeNumber, TypeTimestamp},
+	"count":          store.FieldTypes,
+	"count_distinct": {store.TypeString, store.TypeInteger, store.TypeNumber, store.TypeBoolean, store.TypeTimestamp},
+	"sum":            {store.TypeInteger, store.TypeNumber},
+	"avg":            {store.TypeInteger, store.TypeNumber},
+	"min":            {store.TypeString, store.TypeInteger, store.TypeNumber, store.TypeTimestamp},
+	"max":            {store.TypeString, store.TypeInteger, store.TypeNumber, store.TypeTimestamp},
 }
 
 // SystemFields are the fields every stored record has besides the model's own.
-var SystemFields = []Field{
-	{Name: "_received_at", Type: TypeTimestamp, Description: "when Lookout received the record"},
-	{Name: "_client_id", Type: TypeString, Description: "the ingest client that sent it"},
+var SystemFields = []store.Field{
+	{Name: "_received_at", Type: store.TypeTimestamp, Description: "when Lookout received the record"},
+	{Name: "_client_id", Type: store.TypeString, Description: "the ingest client that sent it"},
 }
 
 var columnPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // fieldType returns the type of a model field or system field.
-func fieldType(m *Model, name string) (string, bool) {
+func fieldType(m *store.Model, name string) (string, bool) {
 	if f, ok := m.Field(name); ok {
 		return f.Type, true
 	}
@@ -107,15 +46,33 @@ func fieldType(m *Model, name string) (string, bool) {
 	return "", false
 }
 
+// Rules is the query package's store.QueryRules: the store checks the query objects it
+// keeps with these, in its own transaction.
+type Rules struct{}
+
+var _ store.QueryRules = Rules{}
+
+// ValidateQuery implements store.QueryRules.
+func (Rules) ValidateQuery(m *store.Model, q *store.QuerySpec, params []store.Param) []store.FieldError {
+	_, errs := Validate(m, q, params)
+	return errs
+}
+
+// ValidateParams implements store.QueryRules.
+func (Rules) ValidateParams(params []store.Param) []store.FieldError { return ValidateParams(params) }
+
+// ValidateFilter implements store.QueryRules.
+func (Rules) ValidateFilter(f store.Filter) []store.FieldError { return validateShape(f) }
+
 // validateShape checks what can be checked of a filter without a model.
-func (f Filter) validateShape() []FieldError {
+func validateShape(f store.Filter) fieldErrors {
 	var e fieldErrors
 	if !columnPattern.MatchString(f.Field) {
 		e.add("field", "must be a field name")
 	}
-	if _, ok := filterOps[f.Op]; !ok {
-		e.add("op", "must be one of %s", strings.Join(sortedKeys(filterOps), ", "))
-	} else if f.Op == "exists" || f.Op == "not_exists" {
+	if !cond.Known(f.Op) {
+		e.add("op", "must be one of %s", strings.Join(cond.Operators(), ", "))
+	} else if !cond.TakesValue(f.Op) {
 		if f.Value != nil {
 			e.add("value", "must be left out for %s", f.Op)
 		}
@@ -130,12 +87,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	for k := range m {
 		out = append(out, k)
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	sort.Strings(out)
 	return out
+}
+
+type fieldErrors []store.FieldError
+
+func (f *fieldErrors) add(field, format string, args ...any) {
+	*f = append(*f, store.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 // paramRef returns the parameter name of a {"param": "name"} value.
@@ -150,9 +109,9 @@ func paramRef(v any) (string, bool) {
 
 // ValidateQuery checks a query against a model and the declared parameters. Every problem
 // is reported with its path ("query.filters[0].op"). It returns the output columns.
-func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldError) {
+func Validate(m *store.Model, q *store.QuerySpec, params []store.Param) ([]string, []store.FieldError) {
 	var e fieldErrors
-	declared := map[string]Param{}
+	declared := map[string]store.Param{}
 	for _, p := range params {
 		declared[p.Name] = p
 	}
@@ -184,7 +143,7 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 	for i, name := range q.GroupBy {
 		at := fmt.Sprintf("query.group_by[%d]", i)
 		if t, ok := typeOf(at, name); ok {
-			if t == TypeObject || t == TypeArray {
+			if t == store.TypeObject || t == store.TypeArray {
 				e.add(at, "cannot group by a field of type %s", t)
 			}
 			addColumn(at, name)
@@ -202,7 +161,7 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 			continue
 		}
 		if a.Field != "" {
-			if t, ok := typeOf(at+".field", a.Field); ok && !contains(types, t) {
+			if t, ok := typeOf(at+".field", a.Field); ok && !slices.Contains(types, t) {
 				e.add(at+".field", "%s does not apply to %q of type %s", a.Fn, a.Field, t)
 			}
 		}
@@ -224,7 +183,7 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 	}
 	for i, f := range q.Filters {
 		at := fmt.Sprintf("query.filters[%d]", i)
-		shape := f.validateShape()
+		shape := validateShape(f)
 		for _, se := range shape {
 			e.add(at+"."+se.Field, "%s", se.Message)
 		}
@@ -235,7 +194,7 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 		if !ok {
 			continue
 		}
-		if !contains(filterOps[f.Op], t) {
+		if !cond.Applies(f.Op, t) {
 			e.add(at+".op", "%s does not apply to %q of type %s", f.Op, f.Field, t)
 			continue
 		}
@@ -247,8 +206,8 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 			switch {
 			case !ok:
 				e.add(at+".value", "refers to undeclared param %q", name)
-			case f.Op == "in" || f.Op == "not_in":
-				if p.Type != TypeArray {
+			case cond.TakesList(f.Op):
+				if p.Type != store.TypeArray {
 					e.add(at+".value", "param %q must be of type array for %s", name, f.Op)
 				}
 			case p.Type != t:
@@ -256,34 +215,34 @@ func ValidateQuery(m *Model, q *QuerySpec, params []Param) ([]string, []FieldErr
 			}
 			continue
 		}
-		if f.Op == "in" || f.Op == "not_in" {
+		if cond.TakesList(f.Op) {
 			list, ok := f.Value.([]any)
 			if !ok || len(list) == 0 || len(list) > 1000 {
 				e.add(at+".value", "must be an array of 1 to 1000 values for %s", f.Op)
 				continue
 			}
 			for j, v := range list {
-				if _, msg := checkValue(t, v); msg != "" {
+				if _, msg := store.CheckValue(t, v); msg != "" {
 					e.add(fmt.Sprintf("%s.value[%d]", at, j), "%s", msg)
 				}
 			}
 			continue
 		}
 		want := t
-		if f.Op == "contains" || f.Op == "starts_with" || f.Op == "ends_with" {
-			want = TypeString
+		if cond.TakesString(f.Op) {
+			want = store.TypeString
 		}
-		if _, msg := checkValue(want, f.Value); msg != "" {
+		if _, msg := store.CheckValue(want, f.Value); msg != "" {
 			e.add(at+".value", "%s", msg)
 		}
 	}
 	for i, o := range q.OrderBy {
-		if !contains(columns, o.Field) {
+		if !slices.Contains(columns, o.Field) {
 			e.add(fmt.Sprintf("query.order_by[%d].field", i), "%q is not an output column (%s)", o.Field, strings.Join(columns, ", "))
 		}
 	}
-	if q.Limit < 0 || q.Limit > MaxQueryLimit {
-		e.add("query.limit", "must be 1 to %d (0 means the default)", MaxQueryLimit)
+	if q.Limit < 0 || q.Limit > store.MaxQueryLimit {
+		e.add("query.limit", "must be 1 to %d (0 means the default)", store.MaxQueryLimit)
 	}
 	if tr := q.TimeRange; tr != nil {
 		from, okFrom := parseTimeBound(tr.From)
@@ -320,7 +279,7 @@ func parseTimeBound(s string) (time.Time, bool) {
 }
 
 // ValidateParams checks an Analytics API's parameter declarations.
-func ValidateParams(params []Param) []FieldError {
+func ValidateParams(params []store.Param) []store.FieldError {
 	var e fieldErrors
 	seen := map[string]bool{}
 	for i, p := range params {
@@ -331,14 +290,14 @@ func ValidateParams(params []Param) []FieldError {
 			e.add(at+".name", "repeats %q", p.Name)
 		}
 		seen[p.Name] = true
-		if p.Type == TypeObject || !validFieldType(p.Type) {
+		if p.Type == store.TypeObject || !slices.Contains(store.FieldTypes, p.Type) {
 			e.add(at+".type", "must be string, integer, number, boolean, timestamp or array")
 			continue
 		}
 		if p.Default != nil {
 			if p.Required {
 				e.add(at+".default", "makes no sense for a required param")
-			} else if _, msg := checkValue(p.Type, p.Default); msg != "" {
+			} else if _, msg := store.CheckValue(p.Type, p.Default); msg != "" {
 				e.add(at+".default", "%s", msg)
 			}
 		}

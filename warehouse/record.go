@@ -1,8 +1,9 @@
-package store
+package warehouse
 
 import (
 	"bytes"
 	"encoding/json"
+	"lookout/store"
 	"math"
 	"strconv"
 	"time"
@@ -15,7 +16,7 @@ import (
 // appended). No map is built and nothing is decoded twice; Model.Validate is the same rule
 // set over decoded values, and FuzzValidatorsAgree keeps the two in step.
 type RecordValidator struct {
-	model  *Model
+	model  *store.Model
 	index  map[string]int
 	unknwn string
 }
@@ -36,7 +37,7 @@ const (
 )
 
 // Validator returns the model's JSON record validator.
-func (m *Model) Validator() *RecordValidator {
+func NewValidator(m *store.Model) *RecordValidator {
 	v := &RecordValidator{model: m, index: make(map[string]int, len(m.Fields)), unknwn: m.UnknownFields}
 	for i, f := range m.Fields {
 		v.index[f.Name] = i
@@ -306,12 +307,12 @@ func (s *jscan) container(dst []byte, depth int, closer byte) []byte {
 
 // Validate checks one JSON object and, when it is valid, appends the record to store to
 // dst and returns it. A syntax error is returned as the only FieldError, with field "".
-func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]byte, []FieldError) {
+func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]byte, []store.FieldError) {
 	s := jscan{b: raw}
-	var errs []FieldError
+	var errs []store.FieldError
 	s.ws()
 	if s.i >= len(raw) || raw[s.i] != '{' {
-		return dst, []FieldError{{Message: "a record must be a JSON object"}}
+		return dst, []store.FieldError{{Message: "a record must be a JSON object"}}
 	}
 	s.i++
 	start := len(dst)
@@ -381,20 +382,20 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]
 					unknown = map[string]bool{}
 				}
 				if unknown[name] {
-					errs = append(errs, FieldError{Field: name, Message: "appears twice"})
+					errs = append(errs, store.FieldError{Field: name, Message: "appears twice"})
 				}
 				unknown[name] = true
-				if v.unknwn == UnknownReject {
-					errs = append(errs, FieldError{Field: name, Message: "is not a field of model " + v.model.Key})
+				if v.unknwn == store.UnknownReject {
+					errs = append(errs, store.FieldError{Field: name, Message: "is not a field of model " + v.model.Key})
 				}
 				dst = dst[:keyStart]
 				goto next
 			case seen[idx]:
-				errs = append(errs, FieldError{Field: v.model.Fields[idx].Name, Message: "appears twice"})
+				errs = append(errs, store.FieldError{Field: v.model.Fields[idx].Name, Message: "appears twice"})
 			}
 			seen[idx] = true
 			if msg := checkKind(v.model.Fields[idx], kind, plain, dst[valAt:]); msg != "" {
-				errs = append(errs, FieldError{Field: v.model.Fields[idx].Name, Message: msg})
+				errs = append(errs, store.FieldError{Field: v.model.Fields[idx].Name, Message: msg})
 			}
 			first = false
 		next:
@@ -421,22 +422,22 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]
 		}
 	}
 	if s.err != nil {
-		return dst[:start], []FieldError{{Message: s.err.Error()}}
+		return dst[:start], []store.FieldError{{Message: s.err.Error()}}
 	}
 	for i, f := range v.model.Fields {
 		if f.Required && !seen[i] {
-			errs = append(errs, FieldError{Field: f.Name, Message: msgRequired})
+			errs = append(errs, store.FieldError{Field: f.Name, Message: msgRequired})
 		}
 	}
 	if len(errs) > 0 {
-		sortFieldErrors(errs)
+		store.SortFieldErrors(errs)
 		return dst[:start], errs
 	}
 	return appendSystem(dst, sys, first), nil
 }
 
 // checkKind applies a field's type to a scanned value (raw is its compact JSON).
-func checkKind(f Field, kind jsonKind, plain bool, raw []byte) string {
+func checkKind(f store.Field, kind jsonKind, plain bool, raw []byte) string {
 	if kind == kindNull {
 		if f.Required {
 			return msgRequired
@@ -444,26 +445,26 @@ func checkKind(f Field, kind jsonKind, plain bool, raw []byte) string {
 		return ""
 	}
 	switch f.Type {
-	case TypeString:
+	case store.TypeString:
 		if kind != kindString {
 			return msgString
 		}
-	case TypeBoolean:
+	case store.TypeBoolean:
 		if kind != kindBool {
 			return msgBoolean
 		}
-	case TypeInteger:
+	case store.TypeInteger:
 		if kind != kindNumber || !integral(raw, plain) {
 			return msgInteger
 		}
-	case TypeNumber:
+	case store.TypeNumber:
 		if kind != kindNumber {
 			return msgNumber
 		}
 		if f, err := strconv.ParseFloat(string(raw), 64); err != nil || math.IsInf(f, 0) {
 			return msgNumber
 		}
-	case TypeTimestamp:
+	case store.TypeTimestamp:
 		switch kind {
 		case kindString:
 			str := string(raw[1 : len(raw)-1])
@@ -480,11 +481,11 @@ func checkKind(f Field, kind jsonKind, plain bool, raw []byte) string {
 		default:
 			return msgTimestamp
 		}
-	case TypeObject:
+	case store.TypeObject:
 		if kind != kindObject {
 			return msgObject
 		}
-	case TypeArray:
+	case store.TypeArray:
 		if kind != kindArray {
 			return msgArray
 		}

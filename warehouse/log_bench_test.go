@@ -1,7 +1,8 @@
-package store
+package warehouse
 
 import (
 	"fmt"
+	"lookout/store"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,12 +82,12 @@ func BenchmarkRecordLogAppend(b *testing.B) {
 
 // BenchmarkValidateRecord is the per-record cost of the one-pass validator.
 func BenchmarkValidateRecord(b *testing.B) {
-	m := &Model{Key: "events", UnknownFields: UnknownReject}
-	for _, f := range []struct{ n, t string }{{"event_id", TypeString}, {"user_id", TypeString}, {"session", TypeString}, {"kind", TypeString},
-		{"country", TypeString}, {"path", TypeString}, {"amount", TypeNumber}, {"items", TypeInteger}, {"logged_in", TypeBoolean}, {"at", TypeTimestamp}} {
-		m.Fields = append(m.Fields, Field{Name: f.n, Type: f.t})
+	m := &store.Model{Key: "events", UnknownFields: store.UnknownReject}
+	for _, f := range []struct{ n, t string }{{"event_id", store.TypeString}, {"user_id", store.TypeString}, {"session", store.TypeString}, {"kind", store.TypeString},
+		{"country", store.TypeString}, {"path", store.TypeString}, {"amount", store.TypeNumber}, {"items", store.TypeInteger}, {"logged_in", store.TypeBoolean}, {"at", store.TypeTimestamp}} {
+		m.Fields = append(m.Fields, store.Field{Name: f.n, Type: f.t})
 	}
-	v := m.Validator()
+	v := NewValidator(m)
 	raw := []byte(`{"event_id":"evt-00000001-xxxxxxxxxxxxxxxxxxxx","user_id":"user-000001","session":"sess-000000007919","kind":"page_view","country":"NL","path":"/shop/category/001/product/00001?ref=newsletter&utm=autumn-sale","amount":1.01,"items":1,"logged_in":true,"at":"2026-11-21T12:00:00.000Z"}`)
 	sys := SystemValues{ReceivedAt: "2026-11-21T12:00:00.000000Z", ClientID: "ic_01M7Z5A0597C36QRZ276CCF42C", IngestID: "ing_01M7Z5A0597C36QRZ276CCF42C"}
 	dst := make([]byte, 0, 1<<20)

@@ -48,6 +48,7 @@ type serveOptions struct {
 	readHeaderTimeout           time.Duration
 	idleTimeout                 time.Duration
 	bodyReadTimeout             time.Duration
+	queryTimeout                time.Duration
 	ingestReadIdle              time.Duration
 	ingestMinRate               int64
 }
@@ -99,6 +100,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.metricsToken, "metrics-token", "", "require Authorization: Bearer <token> on /metrics (at least 16 characters; prefer LOOKOUT_METRICS_TOKEN, as flags show in ps)")
 	f.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers (every listener)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open (every listener)")
+	f.DurationVar(&o.queryTimeout, "query-timeout", apphttp.DefaultQueryTimeout, "how long one query may run; past it the query is stopped and answers 503")
 	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", apphttp.DefaultBodyReadTimeout, "how long a console, Management or query request body may take to arrive in full; slower bodies get 408")
 	f.DurationVar(&o.ingestReadIdle, "ingest-read-idle-timeout", apphttp.DefaultIngestReadIdle, "how long an ingest body may send nothing before the request ends (streams have no overall deadline)")
 	f.Int64Var(&o.ingestMinRate, "ingest-min-rate", apphttp.DefaultIngestMinRate, "least average rate, in bytes per second, an ingest body must keep beyond its first idle period (-1: no rate rule)")
@@ -158,7 +160,7 @@ func runServe(ctx context.Context, o *serveOptions, stdout, stderr interface{ Wr
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"read-header-timeout", o.readHeaderTimeout}, {"idle-timeout", o.idleTimeout}, {"body-read-timeout", o.bodyReadTimeout}, {"ingest-read-idle-timeout", o.ingestReadIdle}} {
+	}{{"read-header-timeout", o.readHeaderTimeout}, {"idle-timeout", o.idleTimeout}, {"body-read-timeout", o.bodyReadTimeout}, {"ingest-read-idle-timeout", o.ingestReadIdle}, {"query-timeout", o.queryTimeout}} {
 		if d.v <= 0 {
 			return fmt.Errorf("--%s must be a positive duration such as 30s", d.name)
 		}
@@ -207,6 +209,8 @@ type Main struct {
 	Store   *store.Store
 	Records *warehouse.RecordStore
 	Ingest  *ingest.Service
+	Sealer  *warehouse.Sealer
+	Query   *query.Service
 	Auth    *auth.Service
 	HTTP    *apphttp.Server
 
@@ -223,6 +227,8 @@ type Main struct {
 	closing     atomic.Bool
 	flushStop   chan struct{}
 	flushDone   chan struct{}
+	sealStop    context.CancelFunc
+	sealDone    chan struct{}
 	wg          sync.WaitGroup
 }
 
@@ -274,7 +280,14 @@ func (m *Main) Open() (err error) {
 	if err := m.Ingest.Open(files); err != nil {
 		return err
 	}
+	m.Sealer = &warehouse.Sealer{Records: m.Records, Now: m.Now, Policy: warehouse.DefaultSealPolicy, Log: m.Log,
+		Model: func(id string) (*store.Model, error) {
+			md, err := m.Store.ModelByID(id)
+			return &md, err
+		}}
+	m.Query = &query.Service{Store: m.Store, Records: m.Records, Now: m.Now, Caps: query.DefaultCaps}
 	m.HTTP = apphttp.NewServer(apphttp.Config{
+		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer,
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
@@ -296,6 +309,10 @@ func (m *Main) Open() (err error) {
 
 	m.flushStop, m.flushDone = make(chan struct{}), make(chan struct{})
 	go m.flushUsage()
+	var sealCtx context.Context
+	sealCtx, m.sealStop = context.WithCancel(context.Background())
+	m.sealDone = make(chan struct{})
+	go func() { defer close(m.sealDone); m.Sealer.Run(sealCtx) }()
 
 	if err := m.startAdminSocket(); err != nil {
 		return err
@@ -489,6 +506,10 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Ingest != nil {
 		m.Ingest.Close(ctx) // commits what is queued, until the shutdown deadline
+	}
+	if m.sealStop != nil {
+		m.sealStop() // a seal under way finishes its transaction first
+		<-m.sealDone
 	}
 	if m.Records != nil {
 		if err := m.Records.Close(); err != nil {

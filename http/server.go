@@ -23,6 +23,7 @@ import (
 	"lookout/auth"
 	"lookout/ingest"
 	"lookout/limits"
+	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
 )
@@ -52,6 +53,10 @@ type Server struct {
 	ingestMinRate   int64         // ingest: bytes per second over the body, 0 = no rule
 	sockets         *sockets
 	cursors         cursorCodec
+
+	query        *query.Service
+	queryTimeout time.Duration
+	queryQuotas  *limits.Quotas
 }
 
 // Config wires a Server.
@@ -90,6 +95,11 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	IngestReadIdle  time.Duration
 	IngestMinRate   int64
+	// Query is the query runtime; QueryTimeout bounds one query (0: DefaultQueryTimeout).
+	Query        *query.Service
+	QueryTimeout time.Duration
+	// Sealer, when set, feeds the warehouse metrics.
+	Sealer *warehouse.Sealer
 }
 
 // NewServer returns a Server.
@@ -127,11 +137,15 @@ func NewServer(c Config) *Server {
 	case s.ingestMinRate < 0:
 		s.ingestMinRate = 0
 	}
+	s.query, s.queryTimeout, s.queryQuotas = c.Query, c.QueryTimeout, limits.NewQuotas(c.Now)
+	if s.queryTimeout <= 0 {
+		s.queryTimeout = DefaultQueryTimeout
+	}
 	s.sockets = newSockets(c.WSMaxConns, c.WSMaxConnsPerClient)
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
 	}
-	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) })
+	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) }, c.Sealer)
 	if c.MetricsToken != "" {
 		sum := sha256.Sum256([]byte(c.MetricsToken))
 		s.metricsToken = sum[:]
@@ -158,6 +172,9 @@ func (s *Server) ConsoleHandler() http.Handler {
 	s.registerWorkspaceRoutes(m)
 	s.registerTokenRoutes(m)
 	s.registerDiscoveryRoutes(m)
+	if s.query != nil {
+		s.registerConsoleQueryRoutes(m)
+	}
 	for _, b := range []base{consoleBase, managementBase} {
 		s.registerProjectRoutes(m, b)
 		s.registerResourceRoutes(m, b)
@@ -192,7 +209,13 @@ func (s *Server) IngestHandler() http.Handler {
 }
 
 // QueryHandler serves the query runtime listener.
-func (s *Server) QueryHandler() http.Handler { return s.newMux("query").r }
+func (s *Server) QueryHandler() http.Handler {
+	m := s.newMux("query")
+	if s.query != nil {
+		s.registerQueryRoutes(m)
+	}
+	return m.r
+}
 
 // base is one of the two API roots that share resource routes.
 type base struct {
@@ -239,6 +262,8 @@ type route struct {
 	// done (the body is not even read), with refusal as the 429's message.
 	perAddress *limits.Keyed
 	refusal    string
+	// readOnly marks a POST that only reads (a query): read access suffices.
+	readOnly bool
 }
 
 // call is what the middleware learned about a request before its handler runs.
@@ -370,7 +395,7 @@ func (s *Server) prepare(w http.ResponseWriter, r *http.Request, rt route, c *ca
 		// passes (the server's background read fails on it).
 		setReadDeadline(w, time.Time{})
 	}
-	write := auth.IsWrite(r.Method)
+	write := auth.IsWrite(r.Method) && !rt.readOnly
 	switch rt.target {
 	case targetWorkspaceQuery:
 		var ws string

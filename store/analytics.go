@@ -156,6 +156,21 @@ func (s *Store) AnalyticsAPI(projectID, id string) (AnalyticsAPI, error) {
 	return readOne[AnalyticsAPI](s, KindAPI, projectID, id)
 }
 
+// AnalyticsAPIByKey returns a project's API by key. Returns not_found.
+func (s *Store) AnalyticsAPIByKey(projectID, key string) (AnalyticsAPI, error) {
+	var a AnalyticsAPI
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketAPIKeys).Get(pairKey(projectID, key))
+		if id == nil {
+			return NotFound("Analytics API")
+		}
+		var err error
+		a, err = getRes[AnalyticsAPI](tx, KindAPI, string(id))
+		return err
+	})
+	return a, err
+}
+
 // ListAnalyticsAPIs lists a project's APIs, optionally by status and model.
 func (s *Store) ListAnalyticsAPIs(projectID, status, modelKey string, page Page) ([]AnalyticsAPI, string, error) {
 	if status != "" && status != StatusActive && status != StatusArchived {

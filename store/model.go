@@ -38,6 +38,9 @@ const (
 	UnknownDrop   = "drop"
 )
 
+// MaxRetentionDays bounds retention_days (a century).
+const MaxRetentionDays = 36500
+
 // MaxModelFields bounds a model's width.
 const MaxModelFields = 500
 
@@ -64,7 +67,10 @@ type Model struct {
 	TimestampField string  `json:"timestamp_field"`
 	UnknownFields  string  `json:"unknown_fields"`
 	WarehouseID    string  `json:"warehouse_id"`
-	Status         string  `json:"status"`
+	// RetentionDays, when above 0, is how long records are kept, by record time: older
+	// blocks and log ranges are dropped in the background.
+	RetentionDays int    `json:"retention_days"`
+	Status        string `json:"status"`
 }
 
 // ModelInput is a model's writable fields as a request carries them; nil means absent.
@@ -77,6 +83,7 @@ type ModelInput struct {
 	TimestampField *string  `json:"timestamp_field"`
 	UnknownFields  *string  `json:"unknown_fields"`
 	WarehouseID    *string  `json:"warehouse_id"`
+	RetentionDays  *int     `json:"retention_days"`
 }
 
 // Field returns the field with a name.
@@ -130,6 +137,9 @@ func (m *Model) validate() error {
 		if fd, ok := m.Field(m.TimestampField); !ok || fd.Type != TypeTimestamp {
 			f.add("timestamp_field", "must name a field of type timestamp")
 		}
+	}
+	if m.RetentionDays < 0 || m.RetentionDays > MaxRetentionDays {
+		f.add("retention_days", "must be 0 (keep forever) to %d", MaxRetentionDays)
 	}
 	if m.UnknownFields != UnknownReject && m.UnknownFields != UnknownDrop {
 		f.add("unknown_fields", "must be reject or drop")
@@ -213,6 +223,9 @@ func (m *Model) apply(in ModelInput) {
 	}
 	if in.WarehouseID != nil {
 		m.WarehouseID = *in.WarehouseID
+	}
+	if in.RetentionDays != nil {
+		m.RetentionDays = *in.RetentionDays
 	}
 }
 
@@ -319,6 +332,17 @@ func (s *Store) ArchiveModel(projectID, id string) (Model, error) {
 // Model returns one model of a project. Returns not_found.
 func (s *Store) Model(projectID, id string) (Model, error) {
 	return readOne[Model](s, KindModel, projectID, id)
+}
+
+// ModelByID returns a model by id, whatever its project (the sealer knows only the id).
+// Returns not_found.
+func (s *Store) ModelByID(id string) (Model, error) {
+	var m Model
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		m, err = getRes[Model](tx, KindModel, id)
+		return err
+	})
+	return m, err
 }
 
 // ModelByKey returns a project's model by key. Returns not_found.

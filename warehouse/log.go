@@ -94,6 +94,7 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 		return nil, err
 	}
 	path := filepath.Join(rs.dir, warehouseID+".db")
+	_ = os.Remove(path + compactSuffix) // a compaction the process did not finish
 	_, statErr := os.Stat(path)
 	db, err := bolt.Open(path, 0o600, warehouseOptions())
 	if err != nil {
@@ -107,7 +108,7 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 		db.Close()
 		return nil, fmt.Errorf("warehouse %s: %w", warehouseID, err)
 	}
-	l := &RecordLog{db: db}
+	l := &RecordLog{db: db, path: path}
 	rs.logs[warehouseID] = l
 	return l, nil
 }
@@ -319,6 +320,50 @@ func expKey(at time.Time, key []byte) []byte {
 	return append(out, key...)
 }
 
+// Existing returns an embedded warehouse's file when it exists, opening it if needed, and
+// nil when nothing was ever written to that warehouse (a query must not create files).
+func (rs *RecordStore) Existing(warehouseID string) (*RecordLog, error) {
+	rs.mu.Lock()
+	l := rs.logs[warehouseID]
+	rs.mu.Unlock()
+	if l != nil {
+		return l, nil
+	}
+	if !validFileID(warehouseID) {
+		return nil, fmt.Errorf("bad warehouse id %q", warehouseID)
+	}
+	if _, err := os.Stat(filepath.Join(rs.dir, warehouseID+".db")); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return rs.Log(warehouseID)
+}
+
+// OpenAll opens every warehouse file on disk, so the sealer keeps them all in shape after
+// a restart, not only those that receive records.
+func (rs *RecordStore) OpenAll() error {
+	ids, err := rs.Files()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := rs.Log(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open returns the open warehouse files.
+func (rs *RecordStore) open() []*RecordLog {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make([]*RecordLog, 0, len(rs.logs))
+	for _, l := range rs.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
 // IsOpen reports whether a warehouse file is open.
 func (rs *RecordStore) IsOpen(warehouseID string) bool {
 	rs.mu.Lock()
@@ -336,7 +381,9 @@ func (rs *RecordStore) Close() error {
 	rs.closed = true
 	var errs []error
 	for id, l := range rs.logs {
+		l.mu.Lock()
 		errs = append(errs, l.db.Close())
+		l.mu.Unlock()
 		delete(rs.logs, id)
 	}
 	return errors.Join(errs...)
@@ -360,9 +407,30 @@ func (rs *RecordStore) Files() ([]string, error) {
 	return ids, nil
 }
 
-// RecordLog is one embedded warehouse file.
+// RecordLog is one embedded warehouse file: the record log and the column blocks.
 type RecordLog struct {
-	db *bolt.DB
+	// mu guards db: every use holds it shared; Compact holds it alone while it swaps
+	// the file for its compacted copy.
+	mu   sync.RWMutex
+	db   *bolt.DB
+	path string
+
+	metaMu sync.Mutex
+	metas  map[metaKey]*BlockMeta
+}
+
+// view runs fn in a read transaction.
+func (l *RecordLog) view(fn func(tx *bolt.Tx) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.db.View(fn)
+}
+
+// update runs fn in a write transaction.
+func (l *RecordLog) update(fn func(tx *bolt.Tx) error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.db.Update(fn)
 }
 
 // AppendBatch is one request's records for one model, appended atomically.
@@ -390,7 +458,7 @@ type idemRecord struct {
 // Append writes every batch in one transaction and one fsync: the group commit. When it
 // returns nil, every record of every non-duplicate batch is on disk.
 func (l *RecordLog) Append(batches []*AppendBatch) error {
-	return l.db.Update(func(tx *bolt.Tx) error {
+	return l.update(func(tx *bolt.Tx) error {
 		idem := tx.Bucket(bucketIdempotency)
 		var buckets map[string]*bolt.Bucket
 		for _, b := range batches {
@@ -453,7 +521,7 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 // at now, and the fingerprint of the request that stored it (nil for entries stored before
 // fingerprints were kept); nil, nil when there is none.
 func (l *RecordLog) Idempotent(key []byte, now time.Time) (response, hash []byte) {
-	_ = l.db.View(func(tx *bolt.Tx) error {
+	_ = l.view(func(tx *bolt.Tx) error {
 		raw := tx.Bucket(bucketIdempotency).Get(key)
 		var r idemRecord
 		if raw != nil && json.Unmarshal(raw, &r) == nil && now.Sub(r.At) < IdempotencyTTL {
@@ -474,7 +542,7 @@ func (l *RecordLog) PruneIdempotency(now time.Time, limit int) (int, error) {
 	total := 0
 	for total < limit {
 		n, more := 0, false
-		err := l.db.Update(func(tx *bolt.Tx) error {
+		err := l.update(func(tx *bolt.Tx) error {
 			exp, idem := tx.Bucket(bucketIdempotencyExp), tx.Bucket(bucketIdempotency)
 			due := uint64(now.UnixMicro())
 			c := exp.Cursor()
@@ -539,7 +607,7 @@ func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []
 	for {
 		var last []byte
 		n := 0
-		err := l.db.View(func(tx *bolt.Tx) error {
+		err := l.view(func(tx *bolt.Tx) error {
 			b := tx.Bucket([]byte(logPrefix + modelID))
 			if b == nil {
 				return nil
@@ -571,7 +639,7 @@ func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []
 // Count returns how many records a model has in the log.
 func (l *RecordLog) Count(modelID string) (int, error) {
 	n := 0
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.view(func(tx *bolt.Tx) error {
 		if b := tx.Bucket([]byte(logPrefix + modelID)); b != nil {
 			n = b.Stats().KeyN
 		}
@@ -584,7 +652,7 @@ func (l *RecordLog) Count(modelID string) (int, error) {
 // size, when not nil, is told the copy's length first.
 func (l *RecordLog) Backup(w io.Writer, size func(int64)) (int64, error) {
 	var n int64
-	err := l.db.View(func(tx *bolt.Tx) (err error) {
+	err := l.view(func(tx *bolt.Tx) (err error) {
 		if size != nil {
 			size(tx.Size())
 		}
@@ -618,7 +686,7 @@ func (rs *RecordStore) Check() ([]string, error) {
 // Check runs bbolt's consistency check on the warehouse file.
 func (l *RecordLog) Check() []string {
 	var out []string
-	_ = l.db.View(func(tx *bolt.Tx) error {
+	_ = l.view(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			out = append(out, err.Error())
 		}

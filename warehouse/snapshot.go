@@ -12,7 +12,11 @@ import (
 )
 
 // Snapshot is store.Store.Snapshot for an embedded warehouse file.
-func (l *RecordLog) Snapshot() (*os.File, error) { return store.SnapshotFile(l.db) }
+func (l *RecordLog) Snapshot() (*os.File, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return store.SnapshotFile(l.db)
+}
 
 // ReadOnlyLog is an embedded warehouse file opened for reading only, for the offline
 // check and backup commands: nothing is created, migrated or written, and the file's

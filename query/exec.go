@@ -1,0 +1,1047 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"lookout/cond"
+	"lookout/store"
+	"lookout/warehouse"
+)
+
+// Caps bound what one query may hold in memory (CONTRACTS §7: a 400 naming the cap,
+// never an out-of-memory).
+type Caps struct {
+	// Groups is the most groups a query may make.
+	Groups int
+	// Distinct is the most values count_distinct may remember, over all groups.
+	Distinct int
+}
+
+// DefaultCaps are the caps serve uses.
+var DefaultCaps = Caps{Groups: 100_000, Distinct: 1_000_000}
+
+// DefaultLimit is the limit of a query that gives none.
+const DefaultLimit = 1000
+
+// Request is one query to run: a model, a validated query with its parameters bound, and
+// the client's required filters.
+type Request struct {
+	Model    *store.Model
+	Query    *store.QuerySpec
+	Required []store.Filter
+	Now      time.Time
+	Caps     Caps
+}
+
+// Column names and types one output column.
+type Column struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// Stats says what a query read.
+type Stats struct {
+	Scanned       int     `json:"scanned"`
+	Returned      int     `json:"returned"`
+	ElapsedMS     float64 `json:"elapsed_ms"`
+	BlocksScanned int     `json:"blocks_scanned"`
+	BlocksSkipped int     `json:"blocks_skipped"`
+}
+
+// Result is a query's answer (CONTRACTS §5).
+type Result struct {
+	Columns []Column `json:"columns"`
+	Rows    [][]any  `json:"rows"`
+	Stats   Stats    `json:"stats"`
+}
+
+// ErrDeadline is returned when a query outlives its context's deadline.
+var ErrDeadline = store.Errorf(store.CodeUnavailable, "the query ran past its deadline (--query-timeout): narrow its time_range or filters")
+
+// filter is one compiled condition on one field.
+type filter struct {
+	field, typ string
+	c          *cond.Condition
+	never      bool // the field is not in the model, or the value cannot be of its type
+}
+
+// agg is one compiled aggregation.
+type agg struct {
+	fn, field, typ, name string
+}
+
+// plan is a query ready to run.
+type plan struct {
+	m        *store.Model
+	types    map[string]string
+	filters  []filter
+	from, to int64 // record time bounds, µs; to exclusive
+	hasFrom  bool
+	hasTo    bool
+	group    []string
+	aggs     []agg
+	selects  []string
+	order    []store.OrderBy
+	limit    int
+	columns  []Column
+	caps     Caps
+	grouping bool
+}
+
+// fieldTypes maps every queryable field (the model's and the system fields) to its type.
+func fieldTypes(m *store.Model) map[string]string {
+	out := make(map[string]string, len(m.Fields)+3)
+	for _, f := range warehouse.Schema(m) {
+		out[f.Name] = f.Type
+	}
+	return out
+}
+
+// compile builds the plan. The query has been validated against the model; required
+// filters are compiled here, and one that cannot apply to the model matches nothing
+// (never widens the query).
+func compile(req *Request) (*plan, error) {
+	q := req.Query
+	p := &plan{m: req.Model, types: fieldTypes(req.Model), group: q.GroupBy, selects: q.Select, order: q.OrderBy, limit: q.Limit, caps: req.Caps}
+	if p.caps.Groups == 0 {
+		p.caps = DefaultCaps
+	}
+	if p.limit == 0 {
+		p.limit = DefaultLimit
+	}
+	all := make([]store.Filter, 0, len(req.Required)+len(q.Filters))
+	all = append(all, req.Required...)
+	all = append(all, q.Filters...)
+	for i, f := range all {
+		typ, ok := p.types[f.Field]
+		if !ok {
+			if i < len(req.Required) {
+				p.filters = append(p.filters, filter{field: f.Field, never: true})
+				continue
+			}
+			return nil, store.Invalid(store.FieldError{Field: fmt.Sprintf("query.filters[%d].field", i-len(req.Required)), Message: fmt.Sprintf("%q is not a field of model %s", f.Field, req.Model.Key)})
+		}
+		c, err := cond.Compile(typ, f.Op, f.Value)
+		if err != nil {
+			if i < len(req.Required) {
+				p.filters = append(p.filters, filter{field: f.Field, typ: typ, never: true})
+				continue
+			}
+			return nil, store.Invalid(store.FieldError{Field: fmt.Sprintf("query.filters[%d]", i-len(req.Required)), Message: err.Error()})
+		}
+		p.filters = append(p.filters, filter{field: f.Field, typ: typ, c: c})
+	}
+	if tr := q.TimeRange; tr != nil {
+		var err error
+		if p.from, p.hasFrom, err = bound(tr.From, req.Now); err != nil {
+			return nil, store.Invalid(store.FieldError{Field: "query.time_range.from", Message: err.Error()})
+		}
+		if p.to, p.hasTo, err = bound(tr.To, req.Now); err != nil {
+			return nil, store.Invalid(store.FieldError{Field: "query.time_range.to", Message: err.Error()})
+		}
+	}
+	p.grouping = len(q.GroupBy) > 0 || len(q.Aggregations) > 0
+	if p.grouping {
+		for _, g := range q.GroupBy {
+			p.columns = append(p.columns, Column{Name: g, Type: p.types[g]})
+		}
+		for _, a := range q.Aggregations {
+			name := a.As
+			if name == "" {
+				name = a.Fn
+				if a.Field != "" {
+					name += "_" + a.Field
+				}
+			}
+			typ := p.types[a.Field]
+			p.aggs = append(p.aggs, agg{fn: a.Fn, field: a.Field, typ: typ, name: name})
+			switch a.Fn {
+			case "count", "count_distinct":
+				typ = store.TypeInteger
+			case "sum", "avg":
+				typ = store.TypeNumber
+			}
+			p.columns = append(p.columns, Column{Name: name, Type: typ})
+		}
+	} else {
+		if len(p.selects) == 0 {
+			for _, f := range req.Model.Fields {
+				p.selects = append(p.selects, f.Name)
+			}
+		}
+		for _, s := range p.selects {
+			p.columns = append(p.columns, Column{Name: s, Type: p.types[s]})
+		}
+	}
+	return p, nil
+}
+
+// bound reads one end of a time range: RFC 3339, or a negative duration from now.
+func bound(s string, now time.Time) (int64, bool, error) {
+	if s == "" {
+		return 0, false, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, false, errors.New("must be an RFC 3339 time or a duration before now such as -24h")
+		}
+		return now.Add(d).UnixMicro(), true, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, false, errors.New("must be an RFC 3339 time or a duration before now such as -24h")
+	}
+	return t.UnixMicro(), true, nil
+}
+
+// Run runs a query over a model's data in an embedded warehouse file (nil: the model has
+// no data yet). Returns validation_failed (a cap), unavailable (the deadline), or the
+// context's error when the caller went away.
+func Run(ctx context.Context, data *warehouse.RecordLog, req *Request) (*Result, error) {
+	start := time.Now()
+	p, err := compile(req)
+	if err != nil {
+		return nil, err
+	}
+	ex := newExec(p)
+	if data != nil {
+		err = data.ReadParts(ctx, req.Model, ex.part)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, ErrDeadline
+		}
+		return nil, err
+	}
+	res := &Result{Columns: p.columns, Rows: ex.rows()}
+	if res.Columns == nil {
+		res.Columns = []Column{}
+	}
+	res.Stats = ex.stats
+	res.Stats.Returned = len(res.Rows)
+	res.Stats.ElapsedMS = float64(time.Since(start).Microseconds()) / 1000
+	return res, nil
+}
+
+// exec holds a running query's state.
+type exec struct {
+	p     *plan
+	stats Stats
+	// grouping
+	groups   map[string]*group
+	distinct int
+	// selecting
+	picked []pickedRow
+	seq    int
+	done   bool
+}
+
+type group struct {
+	key  []any // group values
+	aggs []aggState
+}
+
+type aggState struct {
+	n        int64 // values seen (rows for count())
+	sumF     float64
+	sumI     int64
+	intOnly  bool
+	overflow bool
+	minI     int64
+	maxI     int64
+	minF     float64
+	maxF     float64
+	minS     string
+	maxS     string
+	set      map[any]struct{}
+}
+
+type pickedRow struct {
+	vals []any
+	seq  int
+}
+
+func newExec(p *plan) *exec {
+	return &exec{p: p, groups: map[string]*group{}}
+}
+
+// part processes one block or log chunk.
+func (e *exec) part(pt *warehouse.Part) error {
+	if e.done {
+		return nil
+	}
+	meta := pt.Meta
+	p := e.p
+	if meta.Rows == 0 {
+		return nil
+	}
+	if (p.hasFrom && meta.TMax < p.from) || (p.hasTo && meta.TMin >= p.to) || e.skipByStats(meta) {
+		e.stats.BlocksSkipped++
+		return nil
+	}
+	e.stats.BlocksScanned++
+	e.stats.Scanned += meta.Rows
+	partialTime := (p.hasFrom && meta.TMin < p.from) || (p.hasTo && meta.TMax >= p.to)
+	// count(*) over a whole part: its metadata has the answer.
+	if p.grouping && !partialTime && len(p.filters) == 0 && len(p.group) == 0 && onlyCountRows(p.aggs) {
+		g, err := e.groupFor(nil)
+		if err != nil {
+			return err
+		}
+		for i := range g.aggs {
+			g.aggs[i].n += int64(meta.Rows)
+		}
+		return nil
+	}
+	cols := map[string]*warehouse.Column{}
+	load := func(name string) (*warehouse.Column, error) {
+		if c, ok := cols[name]; ok {
+			return c, nil
+		}
+		c, err := pt.Column(name, p.types[name])
+		if err != nil {
+			return nil, err
+		}
+		cols[name] = c
+		return c, nil
+	}
+	var sel []int32 // nil: every row
+	if partialTime {
+		times, err := pt.RecordTimes()
+		if err != nil {
+			return err
+		}
+		sel = make([]int32, 0, meta.Rows)
+		for i, t := range times {
+			if (!p.hasFrom || t >= p.from) && (!p.hasTo || t < p.to) {
+				sel = append(sel, int32(i))
+			}
+		}
+	}
+	for _, f := range p.filters {
+		if f.never {
+			return nil
+		}
+		c, err := load(f.field)
+		if err != nil {
+			return err
+		}
+		sel = applyFilter(f, c, sel)
+		if len(sel) == 0 {
+			return nil
+		}
+	}
+	if p.grouping {
+		return e.aggregate(meta.Rows, sel, load)
+	}
+	return e.pick(meta.Rows, sel, load)
+}
+
+func onlyCountRows(aggs []agg) bool {
+	for _, a := range aggs {
+		if a.fn != "count" || a.field != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// skipByStats reports whether a block's statistics show no row can pass the filters.
+func (e *exec) skipByStats(meta *warehouse.BlockMeta) bool {
+	for _, f := range e.p.filters {
+		if f.never {
+			return true
+		}
+		st := meta.Col(f.field)
+		op := f.c.Op()
+		if st == nil || st.AllNull(meta.Rows) {
+			if op != "not_exists" {
+				return true
+			}
+			continue
+		}
+		if op == "not_exists" && st.Nulls == 0 {
+			return true
+		}
+		if !meta.Sealed {
+			continue
+		}
+		switch f.typ {
+		case store.TypeString:
+			if want := f.c.Strings(); want != nil && !anyWithin(want, st.Min, st.Max) {
+				return true
+			}
+		case store.TypeInteger, store.TypeTimestamp:
+			if r, ok := f.c.Bounds(); ok && !r.Overlaps(float64(st.IMin), float64(st.IMax)) {
+				return true
+			}
+		case store.TypeNumber:
+			if r, ok := f.c.Bounds(); ok && !r.Overlaps(st.FMin, st.FMax) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// anyWithin reports whether any of the wanted strings lies in [lo, hi].
+func anyWithin(want []string, lo, hi string) bool {
+	for _, w := range want {
+		if w >= lo && w <= hi {
+			return true
+		}
+	}
+	return false
+}
+
+// applyFilter narrows sel (nil: every row of c) to the rows where f holds.
+func applyFilter(f filter, c *warehouse.Column, sel []int32) []int32 {
+	var out []int32
+	if sel == nil {
+		out = make([]int32, 0, c.N)
+	} else {
+		out = sel[:0]
+	}
+	var test func(i int) bool
+	cc := f.c
+	switch {
+	case c.Codes != nil:
+		table := make([]bool, len(c.Dict))
+		any := false
+		for i, s := range c.Dict {
+			table[i] = cc.MatchString(s)
+			any = any || table[i]
+		}
+		nullOK := cc.MatchNull()
+		if !any && !nullOK {
+			return out[:0]
+		}
+		test = func(i int) bool {
+			if c.Null(i) {
+				return nullOK
+			}
+			return table[c.Codes[i]]
+		}
+	case f.typ == store.TypeString:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchString(c.Strs[i])
+		}
+	case f.typ == store.TypeObject || f.typ == store.TypeArray:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchPresent()
+		}
+	case f.typ == store.TypeNumber:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchFloat(c.Floats[i])
+		}
+	case f.typ == store.TypeBoolean:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchBool(c.Ints[i] != 0)
+		}
+	case f.typ == store.TypeTimestamp:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchTime(c.Ints[i])
+		}
+	default:
+		test = func(i int) bool {
+			if c.Null(i) {
+				return cc.MatchNull()
+			}
+			return cc.MatchInt(c.Ints[i])
+		}
+	}
+	if sel == nil {
+		for i := 0; i < c.N; i++ {
+			if test(i) {
+				out = append(out, int32(i))
+			}
+		}
+		return out
+	}
+	for _, i := range sel {
+		if test(int(i)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// value returns row i of c as the query answers it (nil for null).
+func value(c *warehouse.Column, i int) any {
+	if c.Null(i) {
+		return nil
+	}
+	switch c.Type {
+	case store.TypeString:
+		return c.Str(i)
+	case store.TypeObject, store.TypeArray:
+		return json.RawMessage(c.Strs[i])
+	case store.TypeNumber:
+		return c.Floats[i]
+	case store.TypeBoolean:
+		return c.Ints[i] != 0
+	case store.TypeTimestamp:
+		return Timestamp(c.Ints[i])
+	}
+	return c.Ints[i]
+}
+
+// Timestamp is a timestamp value in a result: µs since the epoch, ordered as a number,
+// written as RFC 3339 in UTC.
+type Timestamp int64
+
+// MarshalJSON writes the timestamp as an RFC 3339 string.
+func (t Timestamp) MarshalJSON() ([]byte, error) {
+	return json.Marshal(warehouse.FormatTimestamp(int64(t)))
+}
+
+// groupFor returns the group of a tuple of values, making it when new.
+func (e *exec) groupFor(key []any) (*group, error) {
+	k := groupKey(key)
+	if g, ok := e.groups[k]; ok {
+		return g, nil
+	}
+	if len(e.groups) >= e.p.caps.Groups {
+		return nil, store.Invalid(store.FieldError{Field: "query.group_by", Message: fmt.Sprintf(
+			"the query makes more than %d groups (the group cap): group by fewer or coarser fields, or narrow it with filters or a shorter time_range", e.p.caps.Groups)})
+	}
+	g := &group{key: slices.Clone(key), aggs: make([]aggState, len(e.p.aggs))}
+	for i := range g.aggs {
+		g.aggs[i].intOnly = true
+	}
+	e.groups[k] = g
+	return g, nil
+}
+
+// groupKey encodes a tuple of values unambiguously (types tagged, strings length-prefixed).
+func groupKey(key []any) string {
+	var b []byte
+	for _, v := range key {
+		switch x := v.(type) {
+		case nil:
+			b = append(b, 'n')
+		case string:
+			b = fmt.Appendf(b, "s%d:%s", len(x), x)
+		case int64:
+			b = fmt.Appendf(b, "i%d;", x)
+		case Timestamp:
+			b = fmt.Appendf(b, "t%d;", x)
+		case float64:
+			b = fmt.Appendf(b, "f%x;", math.Float64bits(x))
+		case bool:
+			if x {
+				b = append(b, 'T')
+			} else {
+				b = append(b, 'F')
+			}
+		default:
+			b = fmt.Appendf(b, "o%v;", x)
+		}
+	}
+	return string(b)
+}
+
+// aggregate folds the selected rows of a part into the groups. Rows are visited in
+// record order, so sums come out the same whichever layer a record is in.
+func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Column, error)) error {
+	p := e.p
+	gcols := make([]*warehouse.Column, len(p.group))
+	for i, name := range p.group {
+		c, err := load(name)
+		if err != nil {
+			return err
+		}
+		gcols[i] = c
+	}
+	acols := make([]*warehouse.Column, len(p.aggs))
+	for i, a := range p.aggs {
+		if a.field == "" {
+			continue
+		}
+		c, err := load(a.field)
+		if err != nil {
+			return err
+		}
+		acols[i] = c
+	}
+	// Local group ids: per group column, a small id per distinct value in this part
+	// (dictionary codes where there is a dictionary), combined into one number.
+	n := rows
+	if sel != nil {
+		n = len(sel)
+	}
+	row := func(k int) int {
+		if sel == nil {
+			return k
+		}
+		return int(sel[k])
+	}
+	local := make([]uint64, n)
+	radix := uint64(1)
+	wide := false
+	for _, c := range gcols {
+		ids, card := localIDs(c, n, row)
+		for k := range local {
+			local[k] = local[k]*card + uint64(ids[k])
+		}
+		if radix > math.MaxUint64/card {
+			wide = true
+		}
+		radix *= card
+	}
+	if wide {
+		// Too many combinations for one number: key by the values themselves.
+		return e.aggregateByValue(n, row, gcols, acols)
+	}
+	byLocal := map[uint64]*group{}
+	rowGroup := make([]*group, n)
+	key := make([]any, len(gcols))
+	for k := range local {
+		g := byLocal[local[k]]
+		if g == nil {
+			r := row(k)
+			for i, c := range gcols {
+				key[i] = value(c, r)
+			}
+			var err error
+			if g, err = e.groupFor(key); err != nil {
+				return err
+			}
+			byLocal[local[k]] = g
+		}
+		rowGroup[k] = g
+	}
+	return e.fold(n, row, rowGroup, acols)
+}
+
+func (e *exec) aggregateByValue(n int, row func(int) int, gcols, acols []*warehouse.Column) error {
+	rowGroup := make([]*group, n)
+	key := make([]any, len(gcols))
+	for k := 0; k < n; k++ {
+		r := row(k)
+		for i, c := range gcols {
+			key[i] = value(c, r)
+		}
+		g, err := e.groupFor(key)
+		if err != nil {
+			return err
+		}
+		rowGroup[k] = g
+	}
+	return e.fold(n, row, rowGroup, acols)
+}
+
+// localIDs numbers the distinct values of c over the selected rows: 0 for null, then
+// dictionary code + 1 or an id in order of first appearance. card is one more than the
+// largest id.
+func localIDs(c *warehouse.Column, n int, row func(int) int) ([]uint32, uint64) {
+	ids := make([]uint32, n)
+	switch {
+	case c.Codes != nil:
+		for k := range ids {
+			r := row(k)
+			if !c.Null(r) {
+				ids[k] = c.Codes[r] + 1
+			}
+		}
+		return ids, uint64(len(c.Dict)) + 1
+	case c.Type == store.TypeBoolean:
+		for k := range ids {
+			r := row(k)
+			if !c.Null(r) {
+				ids[k] = uint32(c.Ints[r]) + 1
+			}
+		}
+		return ids, 3
+	case c.Ints != nil:
+		seen := map[int64]uint32{}
+		for k := range ids {
+			r := row(k)
+			if c.Null(r) {
+				continue
+			}
+			id, ok := seen[c.Ints[r]]
+			if !ok {
+				id = uint32(len(seen)) + 1
+				seen[c.Ints[r]] = id
+			}
+			ids[k] = id
+		}
+		return ids, uint64(len(seen)) + 1
+	case c.Floats != nil:
+		seen := map[uint64]uint32{}
+		for k := range ids {
+			r := row(k)
+			if c.Null(r) {
+				continue
+			}
+			bits := math.Float64bits(c.Floats[r])
+			id, ok := seen[bits]
+			if !ok {
+				id = uint32(len(seen)) + 1
+				seen[bits] = id
+			}
+			ids[k] = id
+		}
+		return ids, uint64(len(seen)) + 1
+	}
+	seen := map[string]uint32{}
+	for k := range ids {
+		r := row(k)
+		if c.Null(r) {
+			continue
+		}
+		id, ok := seen[c.Strs[r]]
+		if !ok {
+			id = uint32(len(seen)) + 1
+			seen[c.Strs[r]] = id
+		}
+		ids[k] = id
+	}
+	return ids, uint64(len(seen)) + 1
+}
+
+// fold applies the aggregations row by row.
+func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*warehouse.Column) error {
+	for ai, a := range e.p.aggs {
+		c := acols[ai]
+		if c == nil { // count()
+			for k := 0; k < n; k++ {
+				rowGroup[k].aggs[ai].n++
+			}
+			continue
+		}
+		for k := 0; k < n; k++ {
+			r := row(k)
+			if c.Null(r) {
+				continue
+			}
+			st := &rowGroup[k].aggs[ai]
+			first := st.n == 0
+			st.n++
+			switch a.fn {
+			case "count":
+			case "sum", "avg":
+				if c.Floats != nil {
+					st.sumF += c.Floats[r]
+					st.intOnly = false
+				} else {
+					v := c.Ints[r]
+					s := st.sumI + v
+					if (v > 0 && s < st.sumI) || (v < 0 && s > st.sumI) {
+						st.overflow = true
+					}
+					st.sumI = s
+					st.sumF += float64(v)
+				}
+			case "min", "max":
+				switch {
+				case c.Floats != nil:
+					v := c.Floats[r]
+					if first || v < st.minF {
+						st.minF = v
+					}
+					if first || v > st.maxF {
+						st.maxF = v
+					}
+				case c.Ints != nil:
+					v := c.Ints[r]
+					if first || v < st.minI {
+						st.minI = v
+					}
+					if first || v > st.maxI {
+						st.maxI = v
+					}
+				default:
+					v := c.Str(r)
+					if first || v < st.minS {
+						st.minS = strings.Clone(v)
+					}
+					if first || v > st.maxS {
+						st.maxS = strings.Clone(v)
+					}
+				}
+			case "count_distinct":
+				if st.set == nil {
+					st.set = map[any]struct{}{}
+				}
+				var v any
+				switch {
+				case c.Floats != nil:
+					v = c.Floats[r]
+				case c.Ints != nil:
+					v = c.Ints[r]
+				default:
+					v = c.Str(r)
+				}
+				if _, ok := st.set[v]; !ok {
+					if e.distinct >= e.p.caps.Distinct {
+						return store.Invalid(store.FieldError{Field: "query.aggregations", Message: fmt.Sprintf(
+							"count_distinct would remember more than %d values (the distinct cap): narrow the query with filters or a shorter time_range, or group by fewer values", e.p.caps.Distinct)})
+					}
+					if s, ok := v.(string); ok {
+						v = strings.Clone(s)
+					}
+					st.set[v] = struct{}{}
+					e.distinct++
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pick collects selected rows (no grouping).
+func (e *exec) pick(rows int, sel []int32, load func(string) (*warehouse.Column, error)) error {
+	p := e.p
+	cols := make([]*warehouse.Column, len(p.selects))
+	for i, name := range p.selects {
+		c, err := load(name)
+		if err != nil {
+			return err
+		}
+		cols[i] = c
+	}
+	n := rows
+	if sel != nil {
+		n = len(sel)
+	}
+	for k := 0; k < n; k++ {
+		r := k
+		if sel != nil {
+			r = int(sel[k])
+		}
+		vals := make([]any, len(cols))
+		for i, c := range cols {
+			v := value(c, r)
+			if s, ok := v.(string); ok {
+				v = strings.Clone(s)
+			} else if raw, ok := v.(json.RawMessage); ok {
+				v = json.RawMessage(slices.Clone(raw))
+			}
+			vals[i] = v
+		}
+		e.picked = append(e.picked, pickedRow{vals: vals, seq: e.seq})
+		e.seq++
+		if len(p.order) == 0 && len(e.picked) >= p.limit {
+			e.done = true
+			return nil
+		}
+		if len(p.order) > 0 && len(e.picked) >= 2*p.limit+1024 {
+			e.sortPicked()
+			e.picked = e.picked[:p.limit]
+		}
+	}
+	return nil
+}
+
+func (e *exec) sortPicked() {
+	idx := map[string]int{}
+	for i, c := range e.p.columns {
+		idx[c.Name] = i
+	}
+	slices.SortStableFunc(e.picked, func(a, b pickedRow) int {
+		for _, o := range e.p.order {
+			i := idx[o.Field]
+			c := compareValues(a.vals[i], b.vals[i])
+			if o.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return a.seq - b.seq
+	})
+}
+
+// rows returns the answer's rows, ordered and limited.
+func (e *exec) rows() [][]any {
+	p := e.p
+	if !p.grouping {
+		if len(p.order) > 0 {
+			e.sortPicked()
+		}
+		out := make([][]any, 0, min(len(e.picked), p.limit))
+		for _, r := range e.picked {
+			if len(out) == p.limit {
+				break
+			}
+			out = append(out, r.vals)
+		}
+		return out
+	}
+	if len(p.group) == 0 && len(e.groups) == 0 {
+		g, _ := e.groupFor(nil) // exactly one row, also over no records
+		_ = g
+	}
+	out := make([][]any, 0, len(e.groups))
+	for _, g := range e.groups {
+		r := make([]any, 0, len(p.columns))
+		r = append(r, g.key...)
+		for i, a := range p.aggs {
+			r = append(r, finalValue(a, &g.aggs[i]))
+		}
+		out = append(out, r)
+	}
+	ng := len(p.group)
+	byGroup := func(a, b []any) int {
+		for i := 0; i < ng; i++ {
+			if c := compareValues(a[i], b[i]); c != 0 {
+				return c
+			}
+		}
+		return 0
+	}
+	idx := map[string]int{}
+	for i, c := range p.columns {
+		idx[c.Name] = i
+	}
+	slices.SortFunc(out, func(a, b []any) int {
+		for _, o := range p.order {
+			i := idx[o.Field]
+			c := compareValues(a[i], b[i])
+			if o.Desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return byGroup(a, b)
+	})
+	if len(out) > p.limit {
+		out = out[:p.limit]
+	}
+	return out
+}
+
+// finalValue is an aggregation's output.
+func finalValue(a agg, st *aggState) any {
+	switch a.fn {
+	case "count":
+		return st.n
+	case "count_distinct":
+		return int64(len(st.set))
+	}
+	if st.n == 0 {
+		return nil
+	}
+	switch a.fn {
+	case "sum":
+		if a.typ == store.TypeInteger && !st.overflow {
+			return float64(st.sumI)
+		}
+		return st.sumF
+	case "avg":
+		if a.typ == store.TypeInteger && !st.overflow {
+			return float64(st.sumI) / float64(st.n)
+		}
+		return st.sumF / float64(st.n)
+	case "min", "max":
+		switch a.typ {
+		case store.TypeNumber:
+			if a.fn == "min" {
+				return st.minF
+			}
+			return st.maxF
+		case store.TypeString:
+			if a.fn == "min" {
+				return st.minS
+			}
+			return st.maxS
+		case store.TypeTimestamp:
+			if a.fn == "min" {
+				return Timestamp(st.minI)
+			}
+			return Timestamp(st.maxI)
+		}
+		if a.fn == "min" {
+			return st.minI
+		}
+		return st.maxI
+	}
+	return nil
+}
+
+// compareValues orders output values: null first, false before true, numbers and
+// timestamps by value, strings byte-wise.
+func compareValues(a, b any) int {
+	if a == nil || b == nil {
+		switch {
+		case a == nil && b == nil:
+			return 0
+		case a == nil:
+			return -1
+		}
+		return 1
+	}
+	switch x := a.(type) {
+	case string:
+		y, _ := b.(string)
+		return strings.Compare(x, y)
+	case Timestamp:
+		y, _ := b.(Timestamp)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case int64:
+		y, _ := b.(int64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case float64:
+		y, _ := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	case bool:
+		y, _ := b.(bool)
+		switch {
+		case x == y:
+			return 0
+		case !x:
+			return -1
+		}
+		return 1
+	case json.RawMessage:
+		y, _ := b.(json.RawMessage)
+		return strings.Compare(string(x), string(y))
+	}
+	return 0
+}

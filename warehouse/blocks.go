@@ -1,0 +1,554 @@
+package warehouse
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"lookout/store"
+)
+
+// Blocks live beside the log in the warehouse file:
+//
+//	blockmeta/<model id>  key: block id (big-endian uint64, rising: block order is log
+//	                      order). value: BlockMeta JSON.
+//	blockcols/<model id>  key: block id, then the column name. value: the column's bytes
+//	                      (column.go).
+//
+// A block is written in the same transaction that deletes the log range it replaces, so a
+// record is in exactly one layer, also across a crash.
+
+const (
+	blockMetaPrefix = "blockmeta/"
+	blockColsPrefix = "blockcols/"
+)
+
+// BlockMeta describes a block: enough to skip it without reading a column.
+type BlockMeta struct {
+	ID   uint64 `json:"id"`
+	Rows int    `json:"rows"`
+	// TMin and TMax bound the block's record times (µs since the epoch): the model's
+	// timestamp_field, or _received_at where that is missing.
+	TMin int64 `json:"tmin"`
+	TMax int64 `json:"tmax"`
+	// First and Last are the log keys of the first and last record sealed into it.
+	First []byte  `json:"first"`
+	Last  []byte  `json:"last"`
+	Cols  []Stats `json:"cols"`
+	Bytes int     `json:"bytes"`
+	// Sealed is false for a part read from the unsealed log.
+	Sealed bool `json:"-"`
+}
+
+// Col returns the statistics of a column, nil when the block has none (a field added to
+// the model after the block was sealed: every row is null).
+func (m *BlockMeta) Col(name string) *Stats {
+	for i := range m.Cols {
+		if m.Cols[i].Name == name {
+			return &m.Cols[i]
+		}
+	}
+	return nil
+}
+
+func blockKey(id uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], id)
+	return k[:]
+}
+
+// recordTimes returns each row's record time: the timestamp field where it has a value,
+// else _received_at.
+func recordTimes(m *store.Model, cols []*Column) []int64 {
+	var ts, recv *Column
+	for _, c := range cols {
+		if c.Name == m.TimestampField && m.TimestampField != "" {
+			ts = c
+		}
+		if c.Name == "_received_at" {
+			recv = c
+		}
+	}
+	if ts == nil {
+		return recv.Ints
+	}
+	if !ts.HasNulls() {
+		return ts.Ints
+	}
+	out := make([]int64, ts.N)
+	for i := range out {
+		if ts.Null(i) {
+			out[i] = recv.Ints[i]
+		} else {
+			out[i] = ts.Ints[i]
+		}
+	}
+	return out
+}
+
+// RecordTimeColumn is the column a model's record time comes from.
+func RecordTimeColumn(m *store.Model) string {
+	if m.TimestampField != "" {
+		return m.TimestampField
+	}
+	return "_received_at"
+}
+
+func newMeta(m *store.Model, cols []*Column, rows int) *BlockMeta {
+	meta := &BlockMeta{Rows: rows}
+	times := recordTimes(m, cols)
+	if rows > 0 {
+		meta.TMin, meta.TMax = minMax(times[:rows])
+	}
+	for _, c := range cols {
+		meta.Cols = append(meta.Cols, c.stats())
+	}
+	return meta
+}
+
+// Part is a sealed block or a chunk of the unsealed log, as the query engine sees it.
+type Part struct {
+	Meta *BlockMeta
+	// for a sealed block
+	tx    *bolt.Tx
+	model string
+	// for a chunk of the log: its columns, already built
+	cols map[string]*Column
+	// Times is filled by RecordTimes.
+	times []int64
+	m     *store.Model
+}
+
+// Column returns a column of the part, decoding it when the part is sealed. A field the
+// block does not have (added to the model later) comes back all null.
+func (p *Part) Column(name, typ string) (*Column, error) {
+	if p.cols != nil {
+		if c, ok := p.cols[name]; ok {
+			return c, nil
+		}
+	} else if st := p.Meta.Col(name); st != nil && st.Type == typ {
+		raw := p.tx.Bucket([]byte(blockColsPrefix + p.model)).Get(append(blockKey(p.Meta.ID), name...))
+		if raw == nil {
+			return nil, fmt.Errorf("block %d of model %s lacks column %s: %w", p.Meta.ID, p.model, name, errCorrupt)
+		}
+		c, err := decodeColumn(name, typ, p.Meta.Rows, raw)
+		if err != nil {
+			return nil, fmt.Errorf("block %d of model %s: %w", p.Meta.ID, p.model, err)
+		}
+		return c, nil
+	}
+	c := &Column{Name: name, Type: typ, N: p.Meta.Rows, Nulls: make([]uint64, (p.Meta.Rows+63)/64)}
+	for i := 0; i < c.N; i++ {
+		c.Nulls[i>>6] |= 1 << (uint(i) & 63)
+	}
+	c.fillZero()
+	return c, nil
+}
+
+// RecordTimes returns each row's record time (µs).
+func (p *Part) RecordTimes() ([]int64, error) {
+	if p.times != nil {
+		return p.times, nil
+	}
+	var cols []*Column
+	for _, name := range []string{p.m.TimestampField, "_received_at"} {
+		if name == "" {
+			continue
+		}
+		c, err := p.Column(name, store.TypeTimestamp)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	p.times = recordTimes(p.m, cols)
+	return p.times, nil
+}
+
+// ReadParts calls fn for every sealed block of the model, in order, then for the unsealed
+// log in chunks of up to BlockRows records, all from one read transaction: every record
+// is seen exactly once. A part and its columns are valid only during fn. ctx is checked
+// between parts.
+func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Part) error) error {
+	return l.view(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket([]byte(blockMetaPrefix + m.ID)); mb != nil {
+			c := mb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				meta, err := l.meta(m.ID, k, v)
+				if err != nil {
+					return err
+				}
+				if err := fn(&Part{Meta: meta, tx: tx, model: m.ID, m: m}); err != nil {
+					return err
+				}
+			}
+		}
+		lb := tx.Bucket([]byte(logPrefix + m.ID))
+		if lb == nil {
+			return nil
+		}
+		fields := Schema(m)
+		c := lb.Cursor()
+		k, v := c.First()
+		for k != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b := newBuilder(fields, 1024)
+			first := k
+			var last []byte
+			for ; k != nil && b.n < BlockRows; k, v = c.Next() {
+				b.add(v)
+				last = k
+			}
+			cols := b.finish()
+			meta := newMeta(m, cols, b.n)
+			meta.First, meta.Last = first, last
+			p := &Part{Meta: meta, cols: make(map[string]*Column, len(cols)), m: m}
+			for _, col := range cols {
+				p.cols[col.Name] = col
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// meta returns a block's decoded metadata, from the cache when it was read before
+// (blocks never change: a merged block gets a new id).
+func (l *RecordLog) meta(modelID string, k, v []byte) (*BlockMeta, error) {
+	id := binary.BigEndian.Uint64(k)
+	key := metaKey{modelID, id}
+	l.metaMu.Lock()
+	m := l.metas[key]
+	l.metaMu.Unlock()
+	if m != nil {
+		return m, nil
+	}
+	m = &BlockMeta{}
+	if err := json.Unmarshal(v, m); err != nil {
+		return nil, fmt.Errorf("block %d of model %s: %w", id, modelID, err)
+	}
+	m.Sealed = true
+	l.metaMu.Lock()
+	if l.metas == nil {
+		l.metas = map[metaKey]*BlockMeta{}
+	}
+	l.metas[key] = m
+	l.metaMu.Unlock()
+	return m, nil
+}
+
+type metaKey struct {
+	model string
+	id    uint64
+}
+
+func (l *RecordLog) forgetMeta(modelID string, id uint64) {
+	l.metaMu.Lock()
+	delete(l.metas, metaKey{modelID, id})
+	l.metaMu.Unlock()
+}
+
+// SealPolicy says when the sealer turns log records into a block.
+type SealPolicy struct {
+	// MinAge: fewer than BlockRows records are sealed once the oldest is this old.
+	MinAge time.Duration
+	// MergeBelow: a last block with fewer rows is rewritten together with the next
+	// records, so a model that receives a trickle keeps one growing block instead of many
+	// small ones.
+	MergeBelow int
+}
+
+// DefaultSealPolicy seals within two seconds and merges blocks under half full.
+var DefaultSealPolicy = SealPolicy{MinAge: 2 * time.Second, MergeBelow: BlockRows / 2}
+
+// errSealRace means the log range changed between reading and sealing it (a record with
+// an earlier receive time arrived); the seal is simply tried again.
+var errSealRace = errors.New("the log range changed while it was sealed")
+
+// Seal turns the oldest records of the model's log into one block, when the policy says
+// it is time, and returns how many records it sealed (0: nothing to do yet). The block is
+// built from one read transaction, then written in one write transaction that deletes
+// exactly the records it holds (and the small block it replaces, if merged): a record is
+// never in both layers or in neither, whatever moment the process dies.
+func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int, error) {
+	fields := Schema(m)
+	var (
+		cols     []*Column
+		rows     int
+		newRecs  int
+		first    []byte
+		last     []byte
+		merged   *BlockMeta
+		tooEarly bool
+	)
+	err := l.view(func(tx *bolt.Tx) error {
+		lb := tx.Bucket([]byte(logPrefix + m.ID))
+		if lb == nil {
+			tooEarly = true
+			return nil
+		}
+		c := lb.Cursor()
+		k, v := c.First()
+		if k == nil {
+			tooEarly = true
+			return nil
+		}
+		// Decide before building anything: a young, short tail waits.
+		if now.Sub(RecordTime(k)) < policy.MinAge {
+			n := 0
+			for ck, _ := c.First(); ck != nil && n < BlockRows; ck, _ = c.Next() {
+				n++
+			}
+			if n < BlockRows {
+				tooEarly = true
+				return nil
+			}
+			k, v = c.First()
+		}
+		b := newBuilder(fields, 4096)
+		if policy.MergeBelow > 0 {
+			if mb := tx.Bucket([]byte(blockMetaPrefix + m.ID)); mb != nil {
+				if mk, mv := mb.Cursor().Last(); mk != nil {
+					meta, err := l.meta(m.ID, mk, mv)
+					if err != nil {
+						return err
+					}
+					if meta.Rows < policy.MergeBelow {
+						p := &Part{Meta: meta, tx: tx, model: m.ID, m: m}
+						old := make([]*Column, 0, len(fields))
+						for _, f := range fields {
+							col, err := p.Column(f.Name, f.Type)
+							if err != nil {
+								return err
+							}
+							old = append(old, col)
+						}
+						b.addColumns(meta.Rows, old)
+						merged = meta
+					}
+				}
+			}
+		}
+		start := b.n
+		first = append([]byte(nil), k...)
+		for ; k != nil && b.n < BlockRows; k, v = c.Next() {
+			b.add(v)
+			last = k
+		}
+		newRecs = b.n - start
+		last = append([]byte(nil), last...)
+		cols, rows = b.finish(), b.n
+		return nil
+	})
+	if err != nil || tooEarly {
+		return 0, err
+	}
+	meta := newMeta(m, cols, rows)
+	meta.First, meta.Last = first, last
+	if merged != nil {
+		meta.First = merged.First
+	}
+	encoded := make([][]byte, len(cols))
+	for i, c := range cols {
+		encoded[i] = c.encode()
+		meta.Cols[i].Bytes = len(encoded[i])
+		meta.Bytes += len(encoded[i])
+	}
+	err = l.update(func(tx *bolt.Tx) error {
+		lb := tx.Bucket([]byte(logPrefix + m.ID))
+		c := lb.Cursor()
+		n := 0
+		for k, _ := c.Seek(first); k != nil && bytes.Compare(k, last) <= 0; k, _ = c.Seek(first) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
+		}
+		if n != newRecs {
+			return errSealRace
+		}
+		mb, err := tx.CreateBucketIfNotExists([]byte(blockMetaPrefix + m.ID))
+		if err != nil {
+			return err
+		}
+		cb, err := tx.CreateBucketIfNotExists([]byte(blockColsPrefix + m.ID))
+		if err != nil {
+			return err
+		}
+		mb.FillPercent, cb.FillPercent = 1.0, 1.0
+		if merged != nil {
+			if err := deleteBlock(mb, cb, merged.ID); err != nil {
+				return err
+			}
+		}
+		if meta.ID, err = mb.NextSequence(); err != nil {
+			return err
+		}
+		key := blockKey(meta.ID)
+		for i, c := range cols {
+			if err := cb.Put(append(append([]byte(nil), key...), c.Name...), encoded[i]); err != nil {
+				return err
+			}
+		}
+		raw, err := json.Marshal(meta)
+		if err != nil {
+			return err
+		}
+		return mb.Put(key, raw)
+	})
+	if errors.Is(err, errSealRace) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if merged != nil {
+		l.forgetMeta(m.ID, merged.ID)
+	}
+	return newRecs, nil
+}
+
+func deleteBlock(mb, cb *bolt.Bucket, id uint64) error {
+	key := blockKey(id)
+	if err := mb.Delete(key); err != nil {
+		return err
+	}
+	c := cb.Cursor()
+	for k, _ := c.Seek(key); k != nil && bytes.HasPrefix(k, key); k, _ = c.Seek(key) {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ModelStats are the figures the console shows per model.
+type ModelStats struct {
+	Records       int       `json:"records"`
+	Bytes         int64     `json:"bytes"`
+	SealedRecords int       `json:"sealed_records"`
+	SealedBytes   int64     `json:"sealed_bytes"`
+	Blocks        int       `json:"blocks"`
+	LogRecords    int       `json:"log_records"`
+	LogBytes      int64     `json:"log_bytes"`
+	LastIngestAt  time.Time `json:"last_ingest_at,omitzero"`
+}
+
+// Stats counts a model's records and bytes in both layers.
+func (l *RecordLog) Stats(modelID string) (ModelStats, error) {
+	var s ModelStats
+	err := l.view(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket([]byte(blockMetaPrefix + modelID)); mb != nil {
+			c := mb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				meta, err := l.meta(modelID, k, v)
+				if err != nil {
+					return err
+				}
+				s.Blocks++
+				s.SealedRecords += meta.Rows
+				s.SealedBytes += int64(meta.Bytes)
+				if at := RecordTime(meta.Last); at.After(s.LastIngestAt) {
+					s.LastIngestAt = at
+				}
+			}
+		}
+		if lb := tx.Bucket([]byte(logPrefix + modelID)); lb != nil {
+			c := lb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				s.LogRecords++
+				s.LogBytes += int64(len(k) + len(v))
+			}
+			if k, _ := c.Last(); k != nil {
+				if at := RecordTime(k); at.After(s.LastIngestAt) {
+					s.LastIngestAt = at
+				}
+			}
+		}
+		return nil
+	})
+	s.Records = s.SealedRecords + s.LogRecords
+	s.Bytes = s.SealedBytes + s.LogBytes
+	return s, err
+}
+
+// DropBefore deletes the model's blocks whose every record time is before cutoff, and the
+// log records received before it, at most limit records per call (bounded transactions).
+// It returns how many records it dropped.
+func (l *RecordLog) DropBefore(m *store.Model, cutoff time.Time, limit int) (int, error) {
+	cut := cutoff.UnixMicro()
+	dropped := 0
+	var forget []uint64
+	err := l.update(func(tx *bolt.Tx) error {
+		mb, cb := tx.Bucket([]byte(blockMetaPrefix+m.ID)), tx.Bucket([]byte(blockColsPrefix+m.ID))
+		if mb != nil && cb != nil {
+			c := mb.Cursor()
+			var ids []uint64
+			for k, v := c.First(); k != nil && dropped < limit; k, v = c.Next() {
+				meta, err := l.meta(m.ID, k, v)
+				if err != nil {
+					return err
+				}
+				if meta.TMax < cut {
+					ids = append(ids, meta.ID)
+					dropped += meta.Rows
+				}
+			}
+			for _, id := range ids {
+				if err := deleteBlock(mb, cb, id); err != nil {
+					return err
+				}
+			}
+			forget = ids
+		}
+		if lb := tx.Bucket([]byte(logPrefix + m.ID)); lb != nil {
+			end := blockKey(uint64(cut))
+			c := lb.Cursor()
+			for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && dropped < limit; k, _ = c.First() {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				dropped++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range forget {
+		l.forgetMeta(m.ID, id)
+	}
+	return dropped, nil
+}
+
+// Models lists the ids of the models with a log or blocks in this file.
+func (l *RecordLog) Models() ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	err := l.view(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			for _, p := range []string{logPrefix, blockMetaPrefix} {
+				if id, ok := bytes.CutPrefix(name, []byte(p)); ok && !seen[string(id)] {
+					seen[string(id)] = true
+					out = append(out, string(id))
+				}
+			}
+			return nil
+		})
+	})
+	return out, err
+}

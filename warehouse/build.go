@@ -1,0 +1,400 @@
+package warehouse
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"lookout/store"
+)
+
+// SystemFields are the fields every stored record carries besides the model's own, in
+// the order blocks keep them after the model's fields.
+var SystemFields = []store.Field{
+	{Name: "_received_at", Type: store.TypeTimestamp, Description: "when Lookout received the record"},
+	{Name: "_client_id", Type: store.TypeString, Description: "the ingest client that sent it"},
+	{Name: "_ingest_id", Type: store.TypeString, Description: "the ingest request that stored it"},
+}
+
+// Schema is the column set of a model's blocks: its fields, then the system fields.
+func Schema(m *store.Model) []store.Field {
+	out := make([]store.Field, 0, len(m.Fields)+len(SystemFields))
+	out = append(out, m.Fields...)
+	return append(out, SystemFields...)
+}
+
+// builder turns stored records (compact JSON, validated at ingest) into columns. The
+// sealer and the reader of the unsealed tail both use it, so a record has the same values
+// in either layer.
+type builder struct {
+	cols  []*colBuilder
+	index map[string]int
+	n     int
+	seen  []bool
+}
+
+type colBuilder struct {
+	name, typ string
+	nulls     []uint64
+	arena     []byte   // strings, objects, arrays: the bytes of every row
+	ends      []uint32 // end of row i in arena
+	ints      []int64
+	floats    []float64
+}
+
+func newBuilder(fields []store.Field, capacity int) *builder {
+	b := &builder{index: make(map[string]int, len(fields)), seen: make([]bool, len(fields))}
+	for i, f := range fields {
+		b.index[f.Name] = i
+		c := &colBuilder{name: f.Name, typ: f.Type}
+		switch f.Type {
+		case store.TypeString, store.TypeObject, store.TypeArray:
+			c.ends = make([]uint32, 0, capacity)
+		case store.TypeNumber:
+			c.floats = make([]float64, 0, capacity)
+		default:
+			c.ints = make([]int64, 0, capacity)
+		}
+		b.cols = append(b.cols, c)
+	}
+	return b
+}
+
+// add appends one stored record. Fields the builder does not know are ignored (a record
+// never has one: records are validated against the model, and models only grow).
+func (b *builder) add(rec []byte) {
+	clear(b.seen)
+	i := 1 // past '{'
+	for i < len(rec) && rec[i] == '"' {
+		keyEnd, escaped := skipString(rec, i)
+		var key string
+		if escaped {
+			_ = json.Unmarshal(rec[i:keyEnd], &key)
+		} else {
+			key = unsafe.String(&rec[i+1], keyEnd-i-2)
+		}
+		i = keyEnd + 1 // past ':'
+		end := skipValue(rec, i)
+		if c, ok := b.index[key]; ok && !b.seen[c] {
+			b.seen[c] = true
+			b.cols[c].set(b.n, rec[i:end])
+		}
+		i = end
+		if i < len(rec) && rec[i] == ',' {
+			i++
+		}
+	}
+	for c, ok := range b.seen {
+		if !ok {
+			b.cols[c].setNull(b.n)
+		}
+	}
+	b.n++
+}
+
+// addColumns appends the rows of decoded columns (a small block being merged with newer
+// records), matched by name; a column the block lacks is null.
+func (b *builder) addColumns(rows int, cols []*Column) {
+	byName := make(map[string]*Column, len(cols))
+	for _, c := range cols {
+		byName[c.Name] = c
+	}
+	for _, cb := range b.cols {
+		src := byName[cb.name]
+		for r := 0; r < rows; r++ {
+			row := b.n + r
+			if src == nil || src.Null(r) || src.Type != cb.typ {
+				cb.setNull(row)
+				continue
+			}
+			switch {
+			case cb.ends != nil || cb.typ == store.TypeString || cb.typ == store.TypeObject || cb.typ == store.TypeArray:
+				cb.appendStr(src.Str(r))
+			case cb.floats != nil || cb.typ == store.TypeNumber:
+				cb.floats = append(cb.floats, src.Floats[r])
+			default:
+				cb.ints = append(cb.ints, src.Ints[r])
+			}
+		}
+	}
+	b.n += rows
+}
+
+func (c *colBuilder) setNull(row int) {
+	for len(c.nulls) <= row>>6 {
+		c.nulls = append(c.nulls, 0)
+	}
+	c.nulls[row>>6] |= 1 << (uint(row) & 63)
+	switch c.typ {
+	case store.TypeString, store.TypeObject, store.TypeArray:
+		c.ends = append(c.ends, uint32(len(c.arena)))
+	case store.TypeNumber:
+		c.floats = append(c.floats, 0)
+	default:
+		c.ints = append(c.ints, 0)
+	}
+}
+
+func (c *colBuilder) appendStr(s string) {
+	c.arena = append(c.arena, s...)
+	c.ends = append(c.ends, uint32(len(c.arena)))
+}
+
+// set stores one JSON value (already validated against the field's type).
+func (c *colBuilder) set(row int, v []byte) {
+	if len(v) == 0 || v[0] == 'n' {
+		c.setNull(row)
+		return
+	}
+	switch c.typ {
+	case store.TypeString:
+		if s, ok := plainString(v); ok {
+			c.arena = append(c.arena, s...)
+		} else {
+			var str string
+			_ = json.Unmarshal(v, &str)
+			c.arena = append(c.arena, str...)
+		}
+		c.ends = append(c.ends, uint32(len(c.arena)))
+	case store.TypeObject, store.TypeArray:
+		c.arena = append(c.arena, v...)
+		c.ends = append(c.ends, uint32(len(c.arena)))
+	case store.TypeNumber:
+		f, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
+		if err != nil {
+			c.setNull(row)
+			return
+		}
+		c.floats = append(c.floats, f)
+	case store.TypeBoolean:
+		if v[0] == 't' {
+			c.ints = append(c.ints, 1)
+		} else {
+			c.ints = append(c.ints, 0)
+		}
+	case store.TypeInteger:
+		n, ok := parseInt(v)
+		if !ok {
+			c.setNull(row)
+			return
+		}
+		c.ints = append(c.ints, n)
+	case store.TypeTimestamp:
+		us, ok := ParseTimestamp(v)
+		if !ok {
+			c.setNull(row)
+			return
+		}
+		c.ints = append(c.ints, us)
+	default:
+		c.setNull(row)
+	}
+}
+
+func parseInt(v []byte) (int64, bool) {
+	s := unsafe.String(&v[0], len(v))
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// ParseTimestamp reads a stored timestamp value, the JSON of an RFC 3339 string or of
+// epoch milliseconds, as µs since the epoch (finer digits are cut; a time past year 292277
+// saturates). It is the one reading of timestamps: blocks, the unsealed tail and record
+// time all use it.
+func ParseTimestamp(v []byte) (int64, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	if v[0] == '"' {
+		s, ok := plainString(v)
+		if !ok {
+			var str string
+			if json.Unmarshal(v, &str) != nil {
+				return 0, false
+			}
+			s = str
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return 0, false
+		}
+		return t.UnixMicro(), true
+	}
+	ms, ok := parseInt(v)
+	if !ok {
+		return 0, false
+	}
+	if ms > math.MaxInt64/1000 {
+		return math.MaxInt64, true
+	}
+	if ms < math.MinInt64/1000 {
+		return math.MinInt64, true
+	}
+	return ms * 1000, true
+}
+
+// FormatTimestamp writes µs since the epoch as RFC 3339 in UTC, as queries return
+// timestamps.
+func FormatTimestamp(us int64) string {
+	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+}
+
+// plainString returns the contents of a JSON string without escapes.
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	for _, c := range in {
+		if c == '\\' {
+			return "", false
+		}
+	}
+	if len(in) == 0 {
+		return "", true
+	}
+	return unsafe.String(&in[0], len(in)), true
+}
+
+// skipString returns the index after the JSON string starting at i, and whether it has
+// escapes.
+func skipString(b []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return len(b), escaped
+}
+
+// skipValue returns the index after the compact JSON value starting at i.
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		end, _ := skipString(b, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, _ := skipString(b, j)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' {
+		j++
+	}
+	return j
+}
+
+// finish returns the built columns. Strings with few distinct values become dictionary
+// columns (sorted, so codes order like values); the rest stay plain.
+func (b *builder) finish() []*Column {
+	out := make([]*Column, len(b.cols))
+	for i, cb := range b.cols {
+		c := &Column{Name: cb.name, Type: cb.typ, N: b.n}
+		if cb.nulls != nil {
+			c.Nulls = make([]uint64, (b.n+63)/64)
+			copy(c.Nulls, cb.nulls)
+		}
+		switch cb.typ {
+		case store.TypeString, store.TypeObject, store.TypeArray:
+			arena := slices.Clone(cb.arena)
+			strs := make([]string, b.n)
+			start := uint32(0)
+			for r, end := range cb.ends {
+				if end > start {
+					strs[r] = unsafe.String(&arena[start], int(end-start))
+				}
+				start = end
+			}
+			if cb.typ == store.TypeString {
+				c.Dict, c.Codes = dictionary(strs, b.n)
+			}
+			if c.Codes == nil {
+				c.Strs = strs
+			}
+		case store.TypeNumber:
+			c.Floats = cb.floats
+		default:
+			c.Ints = cb.ints
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// dictionary encodes strs when they have at most a quarter as many distinct values as
+// rows (and at most 65,536); nil, nil otherwise.
+func dictionary(strs []string, rows int) ([]string, []uint32) {
+	limit := min(rows/4+1, BlockRows)
+	seen := make(map[string]uint32, min(limit, 1024))
+	codes := make([]uint32, len(strs))
+	var dict []string
+	for i, s := range strs {
+		code, ok := seen[s]
+		if !ok {
+			if len(dict) == limit {
+				return nil, nil
+			}
+			code = uint32(len(dict))
+			seen[s] = code
+			dict = append(dict, s)
+		}
+		codes[i] = code
+	}
+	order := make([]uint32, len(dict))
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		switch {
+		case dict[a] < dict[b]:
+			return -1
+		case dict[a] > dict[b]:
+			return 1
+		}
+		return 0
+	})
+	remap := make([]uint32, len(dict))
+	sorted := make([]string, len(dict))
+	for newCode, old := range order {
+		remap[old] = uint32(newCode)
+		sorted[newCode] = dict[old]
+	}
+	for i, c := range codes {
+		codes[i] = remap[c]
+	}
+	if len(sorted) == 0 {
+		sorted = []string{""}
+	}
+	return sorted, codes
+}

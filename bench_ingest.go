@@ -78,11 +78,14 @@ var benchFields = []map[string]any{
 }
 
 // benchBody is n NDJSON records of about 300 bytes each.
-func benchBody(n int) []byte {
+func benchBody(n int) []byte { return benchBodyFrom(0, n) }
+
+// benchBodyFrom is records from to from+n of the same sequence.
+func benchBodyFrom(from, n int) []byte {
 	var b bytes.Buffer
 	kinds := []string{"page_view", "add_to_cart", "checkout", "search"}
 	countries := []string{"NL", "DE", "FR", "US", "GB", "JP"}
-	for i := 0; i < n; i++ {
+	for i := from; i < from+n; i++ {
 		fmt.Fprintf(&b, `{"event_id":"evt-%08d-%s","user_id":"user-%06d","session":"sess-%012d","kind":"%s","country":"%s","path":"/shop/category/%03d/product/%05d?ref=newsletter&utm=autumn-sale","amount":%d.%02d,"items":%d,"logged_in":%t,"at":"2026-11-21T12:%02d:%02d.%03dZ"}`+"\n",
 			i, strings.Repeat("x", 20), i%5000, i*7919, kinds[i%len(kinds)], countries[i%len(countries)], i%200, i%10000,
 			i%500, i%100, i%9, i%2 == 0, i%60, (i/60)%60, i%1000)
@@ -91,44 +94,54 @@ func benchBody(n int) []byte {
 }
 
 func setupIngestBench(fx *fixture) (string, error) {
-	do := func(path string, body any) (map[string]any, error) {
-		raw, _ := json.Marshal(body)
-		req, _ := http.NewRequest(http.MethodPost, fx.BaseURL+"/management/v1"+path, bytes.NewReader(raw))
-		req.Header.Set("Authorization", "Bearer "+fx.ManagementToken)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var env struct {
-			Data map[string]any `json:"data"`
-		}
-		if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &env) != nil {
-			return nil, fmt.Errorf("POST %s: %s %s", path, resp.Status, b)
-		}
-		return env.Data, nil
+	key, _, err := setupBenchProject(fx)
+	return key, err
+}
+
+// benchCreate POSTs a Management API create and returns the created resource.
+func benchCreate(fx *fixture, path string, body any) (map[string]any, error) {
+	raw, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, fx.BaseURL+"/management/v1"+path, bytes.NewReader(raw))
+	req.Header.Set("Authorization", "Bearer "+fx.ManagementToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
 	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var env struct {
+		Data map[string]any `json:"data"`
+	}
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &env) != nil {
+		return nil, fmt.Errorf("POST %s: %s %s", path, resp.Status, b)
+	}
+	return env.Data, nil
+}
+
+// setupBenchProject makes a project with the 10-field events model, an ingest client and
+// its key; it returns the key and the project id.
+func setupBenchProject(fx *fixture) (string, string, error) {
+	do := func(path string, body any) (map[string]any, error) { return benchCreate(fx, path, body) }
 	p, err := do("/projects", map[string]any{"workspace_id": fx.WorkspaceID, "name": "bench"})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	pid := p["id"].(string)
 	if _, err := do("/models", map[string]any{"project_id": pid, "key": "events", "fields": benchFields, "timestamp_field": "at"}); err != nil {
-		return "", err
+		return "", "", err
 	}
 	c, err := do("/ingest-clients", map[string]any{"project_id": pid, "name": "bench", "models": []string{"events"}})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	k, err := do("/runtime-api-keys", map[string]any{"project_id": pid, "name": "bench", "kind": "ingest", "client_id": c["id"]})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	key, _ := k["key"].(string)
 	if key == "" {
-		return "", errors.New("no key")
+		return "", "", errors.New("no key")
 	}
-	return key, nil
+	return key, pid, nil
 }

@@ -339,6 +339,20 @@ func (e *exec) part(pt *warehouse.Part) error {
 			return nil
 		}
 	}
+	if p.grouping && len(p.group) == 0 && onlyCountRows(p.aggs) {
+		n := meta.Rows
+		if sel != nil {
+			n = len(sel)
+		}
+		g, err := e.groupFor(nil)
+		if err != nil {
+			return err
+		}
+		for i := range g.aggs {
+			g.aggs[i].n += int64(n)
+		}
+		return nil
+	}
 	if p.grouping {
 		return e.aggregate(meta.Rows, sel, load)
 	}
@@ -423,6 +437,22 @@ func applyFilter(f filter, c *warehouse.Column, sel []int32) []int32 {
 		nullOK := cc.MatchNull()
 		if !any && !nullOK {
 			return out[:0]
+		}
+		if c.Nulls == nil {
+			if sel == nil {
+				for i, code := range c.Codes[:c.N] {
+					if table[code] {
+						out = append(out, int32(i))
+					}
+				}
+				return out
+			}
+			for _, i := range sel {
+				if table[c.Codes[i]] {
+					out = append(out, i)
+				}
+			}
+			return out
 		}
 		test = func(i int) bool {
 			if c.Null(i) {
@@ -616,26 +646,65 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 		// Too many combinations for one number: key by the values themselves.
 		return e.aggregateByValue(n, row, gcols, acols)
 	}
+	key := make([]any, len(gcols))
+	resolve := func(k int) (*group, error) {
+		r := row(k)
+		for i, c := range gcols {
+			key[i] = value(c, r)
+		}
+		return e.groupFor(key)
+	}
+	if radix <= denseGroups {
+		// Few combinations: plain arrays indexed by the local id, no hashing per row.
+		dense := make([]*group, radix)
+		counts := make([]int64, radix)
+		for k, lk := range local {
+			if dense[lk] == nil {
+				g, err := resolve(k)
+				if err != nil {
+					return err
+				}
+				dense[lk] = g
+			}
+			counts[lk]++
+		}
+		for lk, g := range dense {
+			if g == nil {
+				continue
+			}
+			for ai, a := range p.aggs {
+				if a.fn == "count" && a.field == "" {
+					g.aggs[ai].n += counts[lk]
+				}
+			}
+		}
+		if onlyCountRows(p.aggs) {
+			return nil
+		}
+		rowGroup := make([]*group, n)
+		for k, lk := range local {
+			rowGroup[k] = dense[lk]
+		}
+		return e.fold(n, row, rowGroup, acols, true)
+	}
 	byLocal := map[uint64]*group{}
 	rowGroup := make([]*group, n)
-	key := make([]any, len(gcols))
 	for k := range local {
 		g := byLocal[local[k]]
 		if g == nil {
-			r := row(k)
-			for i, c := range gcols {
-				key[i] = value(c, r)
-			}
 			var err error
-			if g, err = e.groupFor(key); err != nil {
+			if g, err = resolve(k); err != nil {
 				return err
 			}
 			byLocal[local[k]] = g
 		}
 		rowGroup[k] = g
 	}
-	return e.fold(n, row, rowGroup, acols)
+	return e.fold(n, row, rowGroup, acols, false)
 }
+
+// denseGroups is the most local group combinations aggregated through arrays.
+const denseGroups = 1 << 16
 
 func (e *exec) aggregateByValue(n int, row func(int) int, gcols, acols []*warehouse.Column) error {
 	rowGroup := make([]*group, n)
@@ -651,7 +720,7 @@ func (e *exec) aggregateByValue(n int, row func(int) int, gcols, acols []*wareho
 		}
 		rowGroup[k] = g
 	}
-	return e.fold(n, row, rowGroup, acols)
+	return e.fold(n, row, rowGroup, acols, false)
 }
 
 // localIDs numbers the distinct values of c over the selected rows: 0 for null, then
@@ -725,12 +794,38 @@ func localIDs(c *warehouse.Column, n int, row func(int) int) ([]uint32, uint64) 
 }
 
 // fold applies the aggregations row by row.
-func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*warehouse.Column) error {
+func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*warehouse.Column, rowsCounted bool) error {
 	for ai, a := range e.p.aggs {
 		c := acols[ai]
 		if c == nil { // count()
+			if !rowsCounted {
+				for k := 0; k < n; k++ {
+					rowGroup[k].aggs[ai].n++
+				}
+			}
+			continue
+		}
+		if a.fn == "sum" || a.fn == "avg" {
+			// The common case, kept tight: no per-row switch.
+			nulls := c.HasNulls()
 			for k := 0; k < n; k++ {
-				rowGroup[k].aggs[ai].n++
+				r := row(k)
+				if nulls && c.Null(r) {
+					continue
+				}
+				st := &rowGroup[k].aggs[ai]
+				st.n++
+				if c.Floats != nil {
+					st.sumF += c.Floats[r]
+					continue
+				}
+				v := c.Ints[r]
+				s := st.sumI + v
+				if (v > 0 && s < st.sumI) || (v < 0 && s > st.sumI) {
+					st.overflow = true
+				}
+				st.sumI = s
+				st.sumF += float64(v)
 			}
 			continue
 		}

@@ -75,11 +75,11 @@ func recordTimes(m *store.Model, cols []*Column) []int64 {
 			recv = c
 		}
 	}
+	if ts != nil && !ts.HasNulls() {
+		return ts.Ints
+	}
 	if ts == nil {
 		return recv.Ints
-	}
-	if !ts.HasNulls() {
-		return ts.Ints
 	}
 	out := make([]int64, ts.N)
 	for i := range out {
@@ -117,6 +117,7 @@ type Part struct {
 	Meta *BlockMeta
 	// for a sealed block
 	tx    *bolt.Tx
+	l     *RecordLog
 	model string
 	// for a chunk of the log: its columns, already built
 	cols map[string]*Column
@@ -133,6 +134,10 @@ func (p *Part) Column(name, typ string) (*Column, error) {
 			return c, nil
 		}
 	} else if st := p.Meta.Col(name); st != nil && st.Type == typ {
+		key := colKey{model: p.model, block: p.Meta.ID, name: name}
+		if c := p.l.cols.get(key); c != nil {
+			return c, nil
+		}
 		raw := p.tx.Bucket([]byte(blockColsPrefix + p.model)).Get(append(blockKey(p.Meta.ID), name...))
 		if raw == nil {
 			return nil, fmt.Errorf("block %d of model %s lacks column %s: %w", p.Meta.ID, p.model, name, errCorrupt)
@@ -141,6 +146,7 @@ func (p *Part) Column(name, typ string) (*Column, error) {
 		if err != nil {
 			return nil, fmt.Errorf("block %d of model %s: %w", p.Meta.ID, p.model, err)
 		}
+		p.l.cols.put(key, c)
 		return c, nil
 	}
 	c := &Column{Name: name, Type: typ, N: p.Meta.Rows, Nulls: make([]uint64, (p.Meta.Rows+63)/64)}
@@ -166,6 +172,9 @@ func (p *Part) RecordTimes() ([]int64, error) {
 			return nil, err
 		}
 		cols = append(cols, c)
+		if !c.HasNulls() {
+			break // the timestamp field has every row's time: _received_at is not needed
+		}
 	}
 	p.times = recordTimes(p.m, cols)
 	return p.times, nil
@@ -187,7 +196,7 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 				if err != nil {
 					return err
 				}
-				if err := fn(&Part{Meta: meta, tx: tx, model: m.ID, m: m}); err != nil {
+				if err := fn(&Part{Meta: meta, tx: tx, l: l, model: m.ID, m: m}); err != nil {
 					return err
 				}
 			}
@@ -293,6 +302,7 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		last     []byte
 		merged   *BlockMeta
 		tooEarly bool
+		keys     []byte // the sealed records' keys, RecordKeySize each
 	)
 	err := l.view(func(tx *bolt.Tx) error {
 		lb := tx.Bucket([]byte(logPrefix + m.ID))
@@ -327,7 +337,7 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 						return err
 					}
 					if meta.Rows < policy.MergeBelow {
-						p := &Part{Meta: meta, tx: tx, model: m.ID, m: m}
+						p := &Part{Meta: meta, tx: tx, l: l, model: m.ID, m: m}
 						old := make([]*Column, 0, len(fields))
 						for _, f := range fields {
 							col, err := p.Column(f.Name, f.Type)
@@ -346,10 +356,10 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		first = append([]byte(nil), k...)
 		for ; k != nil && b.n < BlockRows; k, v = c.Next() {
 			b.add(v)
-			last = k
+			keys = append(keys, k...)
 		}
 		newRecs = b.n - start
-		last = append([]byte(nil), last...)
+		last = append([]byte(nil), keys[len(keys)-RecordKeySize:]...)
 		cols, rows = b.finish(), b.n
 		return nil
 	})
@@ -369,15 +379,12 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 	}
 	err = l.update(func(tx *bolt.Tx) error {
 		lb := tx.Bucket([]byte(logPrefix + m.ID))
-		c := lb.Cursor()
-		n := 0
-		for k, _ := c.Seek(first); k != nil && bytes.Compare(k, last) <= 0; k, _ = c.Seek(first) {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-			n++
+		if err := deleteKeys(lb, keys); err != nil {
+			return err
 		}
-		if n != newRecs {
+		// Nothing else may be left in the range: a record that arrived with an earlier
+		// receive time while the block was built is not in it.
+		if k, _ := lb.Cursor().Seek(first); k != nil && bytes.Compare(k, last) <= 0 {
 			return errSealRace
 		}
 		mb, err := tx.CreateBucketIfNotExists([]byte(blockMetaPrefix + m.ID))
@@ -419,6 +426,23 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		l.forgetMeta(m.ID, merged.ID)
 	}
 	return newRecs, nil
+}
+
+// deleteKeys deletes keys (RecordKeySize each, ascending) from b, last first: bbolt
+// rebalances only at commit, so deleting from the front leaves emptied leaves that every
+// later seek from the front walks again (quadratic); from the back, each delete lands on a
+// leaf that still holds its key. A key that is gone means the log changed: errSealRace.
+func deleteKeys(b *bolt.Bucket, keys []byte) error {
+	for end := len(keys); end > 0; end -= RecordKeySize {
+		k := keys[end-RecordKeySize : end]
+		if b.Get(k) == nil {
+			return errSealRace
+		}
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func deleteBlock(mb, cb *bolt.Bucket, id uint64) error {
@@ -516,12 +540,14 @@ func (l *RecordLog) DropBefore(m *store.Model, cutoff time.Time, limit int) (int
 		}
 		if lb := tx.Bucket([]byte(logPrefix + m.ID)); lb != nil {
 			end := blockKey(uint64(cut))
+			var keys []byte
 			c := lb.Cursor()
-			for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && dropped < limit; k, _ = c.First() {
-				if err := c.Delete(); err != nil {
-					return err
-				}
+			for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && dropped < limit; k, _ = c.Next() {
+				keys = append(keys, k...)
 				dropped++
+			}
+			if err := deleteKeys(lb, keys); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -417,6 +417,7 @@ type RecordLog struct {
 
 	metaMu sync.Mutex
 	metas  map[metaKey]*BlockMeta
+	cols   colCache
 }
 
 // view runs fn in a read transaction.

@@ -242,6 +242,8 @@ type exec struct {
 	picked []pickedRow
 	seq    int
 	done   bool
+	sel    []int32  // selection scratch, reused part after part
+	local  []uint32 // local group ids scratch, likewise
 }
 
 type group struct {
@@ -267,6 +269,15 @@ type aggState struct {
 type pickedRow struct {
 	vals []any
 	seq  int
+}
+
+// scratch returns the part's selection buffer, empty, with room for n rows. One buffer
+// serves every part in turn: a selection never outlives its part.
+func (e *exec) scratch(n int) []int32 {
+	if cap(e.sel) < n {
+		e.sel = make([]int32, 0, n)
+	}
+	return e.sel[:0]
 }
 
 func newExec(p *plan) *exec {
@@ -319,7 +330,7 @@ func (e *exec) part(pt *warehouse.Part) error {
 		if err != nil {
 			return err
 		}
-		sel = make([]int32, 0, meta.Rows)
+		sel = e.scratch(meta.Rows)
 		for i, t := range times {
 			if (!p.hasFrom || t >= p.from) && (!p.hasTo || t < p.to) {
 				sel = append(sel, int32(i))
@@ -334,7 +345,7 @@ func (e *exec) part(pt *warehouse.Part) error {
 		if err != nil {
 			return err
 		}
-		sel = applyFilter(f, c, sel)
+		sel = applyFilter(f, c, sel, e)
 		if len(sel) == 0 {
 			return nil
 		}
@@ -417,10 +428,10 @@ func anyWithin(want []string, lo, hi string) bool {
 }
 
 // applyFilter narrows sel (nil: every row of c) to the rows where f holds.
-func applyFilter(f filter, c *warehouse.Column, sel []int32) []int32 {
+func applyFilter(f filter, c *warehouse.Column, sel []int32, e *exec) []int32 {
 	var out []int32
 	if sel == nil {
-		out = make([]int32, 0, c.N)
+		out = e.scratch(c.N)
 	} else {
 		out = sel[:0]
 	}
@@ -618,7 +629,8 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 		acols[i] = c
 	}
 	// Local group ids: per group column, a small id per distinct value in this part
-	// (dictionary codes where there is a dictionary), combined into one number.
+	// (dictionary code + 1 where there is a dictionary, 0 for null), combined in mixed
+	// radix into one number per row.
 	n := rows
 	if sel != nil {
 		n = len(sel)
@@ -629,22 +641,28 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 		}
 		return int(sel[k])
 	}
-	local := make([]uint64, n)
 	radix := uint64(1)
-	wide := false
 	for _, c := range gcols {
-		ids, card := localIDs(c, n, row)
-		for k := range local {
-			local[k] = local[k]*card + uint64(ids[k])
-		}
-		if radix > math.MaxUint64/card {
-			wide = true
+		card := cardinality(c)
+		if radix > (math.MaxUint32/card)/2 {
+			return e.aggregateByValue(n, row, gcols, acols) // too many combinations for arrays
 		}
 		radix *= card
 	}
-	if wide {
-		// Too many combinations for one number: key by the values themselves.
-		return e.aggregateByValue(n, row, gcols, acols)
+	var local []uint32
+	if len(gcols) == 1 && gcols[0].Codes != nil && !gcols[0].HasNulls() && sel == nil {
+		local = gcols[0].Codes[:n] // the codes are the local ids (shifted by one: no null)
+	} else {
+		if cap(e.local) < n {
+			e.local = make([]uint32, n)
+		}
+		local = e.local[:n]
+		clear(local)
+		mult := uint32(1)
+		for _, c := range gcols {
+			addLocalIDs(local, mult, c, sel)
+			mult *= uint32(cardinality(c))
+		}
 	}
 	key := make([]any, len(gcols))
 	resolve := func(k int) (*group, error) {
@@ -656,51 +674,105 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 	}
 	if radix <= denseGroups {
 		// Few combinations: plain arrays indexed by the local id, no hashing per row.
-		dense := make([]*group, radix)
 		counts := make([]int64, radix)
+		first := make([]int32, radix)
 		for k, lk := range local {
-			if dense[lk] == nil {
-				g, err := resolve(k)
-				if err != nil {
-					return err
-				}
-				dense[lk] = g
+			if counts[lk] == 0 {
+				first[lk] = int32(k)
 			}
 			counts[lk]++
 		}
-		for lk, g := range dense {
-			if g == nil {
+		dense := make([]*group, radix)
+		for lk, cnt := range counts {
+			if cnt == 0 {
 				continue
 			}
+			g, err := resolve(int(first[lk]))
+			if err != nil {
+				return err
+			}
+			dense[lk] = g
 			for ai, a := range p.aggs {
 				if a.fn == "count" && a.field == "" {
-					g.aggs[ai].n += counts[lk]
+					g.aggs[ai].n += cnt
 				}
 			}
 		}
-		if onlyCountRows(p.aggs) {
+		// Integer sums and averages: exact in any order, so summed per local id in arrays.
+		folded := make([]bool, len(p.aggs))
+		for ai, a := range p.aggs {
+			c := acols[ai]
+			if (a.fn != "sum" && a.fn != "avg") || c == nil || c.Ints == nil || c.Type != store.TypeInteger {
+				continue
+			}
+			sums := make([]int64, radix)
+			cnts := make([]int64, radix)
+			over := false
+			nulls := c.HasNulls()
+			for k, lk := range local {
+				r := k
+				if sel != nil {
+					r = int(sel[k])
+				}
+				if nulls && c.Null(r) {
+					continue
+				}
+				v := c.Ints[r]
+				s := sums[lk] + v
+				if (v > 0 && s < sums[lk]) || (v < 0 && s > sums[lk]) {
+					over = true
+					break
+				}
+				sums[lk] = s
+				cnts[lk]++
+			}
+			if over {
+				continue // left to the row-by-row fold, which tracks overflow
+			}
+			folded[ai] = true
+			for lk, g := range dense {
+				if g == nil || cnts[lk] == 0 {
+					continue
+				}
+				st := &g.aggs[ai]
+				st.n += cnts[lk]
+				s := st.sumI + sums[lk]
+				if (sums[lk] > 0 && s < st.sumI) || (sums[lk] < 0 && s > st.sumI) {
+					st.overflow = true
+				}
+				st.sumI = s
+				st.sumF += float64(sums[lk])
+			}
+		}
+		rest := false
+		for ai, a := range p.aggs {
+			if !folded[ai] && !(a.fn == "count" && a.field == "") {
+				rest = true
+			}
+		}
+		if !rest {
 			return nil
 		}
 		rowGroup := make([]*group, n)
 		for k, lk := range local {
 			rowGroup[k] = dense[lk]
 		}
-		return e.fold(n, row, rowGroup, acols, true)
+		return e.fold(n, row, rowGroup, acols, true, folded)
 	}
-	byLocal := map[uint64]*group{}
+	byLocal := map[uint32]*group{}
 	rowGroup := make([]*group, n)
-	for k := range local {
-		g := byLocal[local[k]]
+	for k, lk := range local {
+		g := byLocal[lk]
 		if g == nil {
 			var err error
 			if g, err = resolve(k); err != nil {
 				return err
 			}
-			byLocal[local[k]] = g
+			byLocal[lk] = g
 		}
 		rowGroup[k] = g
 	}
-	return e.fold(n, row, rowGroup, acols, false)
+	return e.fold(n, row, rowGroup, acols, false, nil)
 }
 
 // denseGroups is the most local group combinations aggregated through arrays.
@@ -720,82 +792,87 @@ func (e *exec) aggregateByValue(n int, row func(int) int, gcols, acols []*wareho
 		}
 		rowGroup[k] = g
 	}
-	return e.fold(n, row, rowGroup, acols, false)
+	return e.fold(n, row, rowGroup, acols, false, nil)
 }
 
-// localIDs numbers the distinct values of c over the selected rows: 0 for null, then
-// dictionary code + 1 or an id in order of first appearance. card is one more than the
-// largest id.
-func localIDs(c *warehouse.Column, n int, row func(int) int) ([]uint32, uint64) {
-	ids := make([]uint32, n)
+// cardinality bounds the local ids of a column in a part: one more than the largest.
+func cardinality(c *warehouse.Column) uint64 {
 	switch {
 	case c.Codes != nil:
-		for k := range ids {
-			r := row(k)
-			if !c.Null(r) {
-				ids[k] = c.Codes[r] + 1
-			}
-		}
-		return ids, uint64(len(c.Dict)) + 1
+		return uint64(len(c.Dict)) + 1
 	case c.Type == store.TypeBoolean:
-		for k := range ids {
-			r := row(k)
-			if !c.Null(r) {
-				ids[k] = uint32(c.Ints[r]) + 1
-			}
-		}
-		return ids, 3
-	case c.Ints != nil:
-		seen := map[int64]uint32{}
-		for k := range ids {
-			r := row(k)
-			if c.Null(r) {
-				continue
-			}
-			id, ok := seen[c.Ints[r]]
-			if !ok {
-				id = uint32(len(seen)) + 1
-				seen[c.Ints[r]] = id
-			}
-			ids[k] = id
-		}
-		return ids, uint64(len(seen)) + 1
-	case c.Floats != nil:
-		seen := map[uint64]uint32{}
-		for k := range ids {
-			r := row(k)
-			if c.Null(r) {
-				continue
-			}
-			bits := math.Float64bits(c.Floats[r])
-			id, ok := seen[bits]
-			if !ok {
-				id = uint32(len(seen)) + 1
-				seen[bits] = id
-			}
-			ids[k] = id
-		}
-		return ids, uint64(len(seen)) + 1
+		return 3
 	}
-	seen := map[string]uint32{}
-	for k := range ids {
-		r := row(k)
-		if c.Null(r) {
+	return uint64(c.N) + 1 // at most one id per row
+}
+
+// addLocalIDs adds mult times each selected row's local id of c to local: 0 for null,
+// dictionary code + 1, boolean + 1, or an id per distinct value in order of appearance.
+func addLocalIDs(local []uint32, mult uint32, c *warehouse.Column, sel []int32) {
+	nulls := c.HasNulls()
+	switch {
+	case c.Codes != nil && !nulls && sel == nil:
+		for k, code := range c.Codes[:c.N] {
+			local[k] += (code + 1) * mult
+		}
+		return
+	case c.Codes != nil && !nulls:
+		for k, r := range sel {
+			local[k] += (c.Codes[r] + 1) * mult
+		}
+		return
+	}
+	var ints map[int64]uint32
+	var strs map[string]uint32
+	for k := range local {
+		r := k
+		if sel != nil {
+			r = int(sel[k])
+		}
+		if nulls && c.Null(r) {
 			continue
 		}
-		id, ok := seen[c.Strs[r]]
-		if !ok {
-			id = uint32(len(seen)) + 1
-			seen[c.Strs[r]] = id
+		var id uint32
+		switch {
+		case c.Codes != nil:
+			id = c.Codes[r] + 1
+		case c.Type == store.TypeBoolean:
+			id = uint32(c.Ints[r]) + 1
+		case c.Ints != nil || c.Floats != nil:
+			if ints == nil {
+				ints = map[int64]uint32{}
+			}
+			v := int64(0)
+			if c.Ints != nil {
+				v = c.Ints[r]
+			} else {
+				v = int64(math.Float64bits(c.Floats[r]))
+			}
+			var ok bool
+			if id, ok = ints[v]; !ok {
+				id = uint32(len(ints)) + 1
+				ints[v] = id
+			}
+		default:
+			if strs == nil {
+				strs = map[string]uint32{}
+			}
+			var ok bool
+			if id, ok = strs[c.Strs[r]]; !ok {
+				id = uint32(len(strs)) + 1
+				strs[c.Strs[r]] = id
+			}
 		}
-		ids[k] = id
+		local[k] += id * mult
 	}
-	return ids, uint64(len(seen)) + 1
 }
 
 // fold applies the aggregations row by row.
-func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*warehouse.Column, rowsCounted bool) error {
+func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*warehouse.Column, rowsCounted bool, folded []bool) error {
 	for ai, a := range e.p.aggs {
+		if folded != nil && folded[ai] {
+			continue
+		}
 		c := acols[ai]
 		if c == nil { // count()
 			if !rowsCounted {

@@ -114,7 +114,7 @@ const (
 
 var (
 	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
-	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
 )
 
 // stats computes a column's statistics.
@@ -356,7 +356,7 @@ func decodeColumn(name, typ string, rows int, b []byte) (*Column, error) {
 	}
 	kind := b[0]
 	b = b[1:]
-	if kind == kindNullCol {
+	if kind == kindNullCol && kindsOf(typ)[0] != 0xff {
 		c.Nulls = make([]uint64, (rows+63)/64)
 		for i := 0; i < rows; i++ {
 			c.Nulls[i>>6] |= 1 << (uint(i) & 63)
@@ -380,19 +380,25 @@ func decodeColumn(name, typ string, rows int, b []byte) (*Column, error) {
 		if k <= 0 || n > 1<<31 {
 			return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
 		}
-		out, err := zdec.DecodeAll(b[k:], make([]byte, 0, n))
+		out, err := zdec.DecodeAll(b[k:], make([]byte, 0, min(n, 16<<20)))
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", name, err)
+		}
+		if uint64(len(out)) != n {
+			return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
 		}
 		b = out
 	} else {
 		b = slices.Clone(b)
 	}
+	if want := kindsOf(typ); kind&0x0f != want[0] && kind&0x0f != want[1] {
+		return nil, fmt.Errorf("column %s: encoded as kind %d, not a %s column: %w", name, kind&0x0f, typ, errCorrupt)
+	}
 	r := reader{b: b}
 	switch kind & 0x0f {
 	case kindDict:
 		n := int(r.uvarint())
-		if n > rows || r.err {
+		if n < 0 || n > rows || r.err {
 			return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
 		}
 		c.Dict = make([]string, n)
@@ -414,13 +420,13 @@ func decodeColumn(name, typ string, rows int, b []byte) (*Column, error) {
 				c.Codes[i] = uint32(binary.LittleEndian.Uint16(raw[2*i:]))
 			}
 		}
-		for _, code := range c.Codes {
-			if int(code) >= n && n > 0 {
-				return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
-			}
-		}
 		if n == 0 {
 			c.Dict = []string{""}
+		}
+		for _, code := range c.Codes {
+			if int(code) >= len(c.Dict) {
+				return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
+			}
 		}
 	case kindPlain, kindRaw:
 		c.Strs = make([]string, rows)
@@ -458,6 +464,21 @@ func decodeColumn(name, typ string, rows int, b []byte) (*Column, error) {
 		return nil, fmt.Errorf("column %s: %w", name, errCorrupt)
 	}
 	return c, nil
+}
+
+// kindsOf returns the encodings a column of type typ may have.
+func kindsOf(typ string) [2]byte {
+	switch typ {
+	case store.TypeString:
+		return [2]byte{kindDict, kindPlain}
+	case store.TypeObject, store.TypeArray:
+		return [2]byte{kindRaw, kindRaw}
+	case store.TypeNumber:
+		return [2]byte{kindFloat, kindFloat}
+	case store.TypeInteger, store.TypeTimestamp, store.TypeBoolean:
+		return [2]byte{kindInt, kindInt}
+	}
+	return [2]byte{0xff, 0xff}
 }
 
 // fillZero gives an all-null column the zero values of its type.
@@ -511,8 +532,8 @@ func (r *reader) byte() byte {
 
 func (r *reader) take(n int) []byte {
 	if n < 0 || n > len(r.b) {
-		r.err = true
-		return make([]byte, max(n, 0))
+		r.err = true // callers check err before using what they took
+		return nil
 	}
 	out := r.b[:n]
 	r.b = r.b[n:]

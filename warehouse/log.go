@@ -32,6 +32,7 @@ import (
 //	                 not yet due, so a pass touches only what expired.
 //	meta             "version": the file's format version (big-endian uint64); a file
 //	                 without it is version 1.
+//	blockmeta/<model id>, blockcols/<model id>: the column blocks (blocks.go).
 //
 // Records are stored once, as validated; nothing is decoded to be written.
 
@@ -45,7 +46,9 @@ var (
 
 // WarehouseVersion is the format version of the warehouse files this binary writes.
 // Version 2 renamed the system field ingest_id to _ingest_id and added idempotency_exp.
-const WarehouseVersion = 2
+// Version 3 added column blocks: a binary that knows only the log must refuse the file,
+// or sealed records would look lost to it.
+const WarehouseVersion = 3
 
 // RecordKeySize is the size of a record key: receive µs then sequence.
 const RecordKeySize = 16
@@ -185,6 +188,11 @@ func upgradeWarehouse(db *bolt.DB) error {
 			return fmt.Errorf("upgrade to version 2: %w", err)
 		}
 		if err := db.Update(func(tx *bolt.Tx) error { return putVersion(tx.Bucket(bucketWarehouseMeta), 2) }); err != nil {
+			return err
+		}
+	}
+	if version < 3 { // blocks appear as the sealer writes them: nothing to convert
+		if err := db.Update(func(tx *bolt.Tx) error { return putVersion(tx.Bucket(bucketWarehouseMeta), 3) }); err != nil {
 			return err
 		}
 	}
@@ -684,14 +692,42 @@ func (rs *RecordStore) Check() ([]string, error) {
 	return out, nil
 }
 
-// Check runs bbolt's consistency check on the warehouse file.
+// Check runs bbolt's consistency check on the warehouse file, then decodes every column
+// of every block against its metadata.
 func (l *RecordLog) Check() []string {
 	var out []string
 	_ = l.view(func(tx *bolt.Tx) error {
 		for err := range tx.Check() {
 			out = append(out, err.Error())
 		}
-		return nil
+		return tx.ForEach(func(name []byte, mb *bolt.Bucket) error {
+			model, ok := bytes.CutPrefix(name, []byte(blockMetaPrefix))
+			if !ok {
+				return nil
+			}
+			cb := tx.Bucket([]byte(blockColsPrefix + string(model)))
+			return mb.ForEach(func(k, v []byte) error {
+				var meta BlockMeta
+				if err := json.Unmarshal(v, &meta); err != nil {
+					out = append(out, fmt.Sprintf("model %s block %x: metadata: %v", model, k, err))
+					return nil
+				}
+				for _, st := range meta.Cols {
+					var raw []byte
+					if cb != nil {
+						raw = cb.Get(append(append([]byte(nil), k...), st.Name...))
+					}
+					if raw == nil {
+						out = append(out, fmt.Sprintf("model %s block %d: column %s is missing", model, meta.ID, st.Name))
+						continue
+					}
+					if _, err := decodeColumn(st.Name, st.Type, meta.Rows, raw); err != nil {
+						out = append(out, fmt.Sprintf("model %s block %d: %v", model, meta.ID, err))
+					}
+				}
+				return nil
+			})
+		})
 	})
 	return out
 }

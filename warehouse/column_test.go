@@ -1,0 +1,191 @@
+package warehouse
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"lookout/store"
+)
+
+func nullsOf(n int, rows ...int) []uint64 {
+	b := make([]uint64, (n+63)/64)
+	for _, r := range rows {
+		b[r>>6] |= 1 << (uint(r) & 63)
+	}
+	return b
+}
+
+// TestColumnRoundTrip: every encoding decodes to the column it was made from.
+func TestColumnRoundTrip(t *testing.T) {
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = fmt.Sprintf("id-%06d-%x", i*7919, i)
+	}
+	ramp := make([]int64, 3000)
+	for i := range ramp {
+		ramp[i] = 1_763_596_800_000_000 + int64(i)*86_400
+	}
+	prices := make([]float64, 500)
+	for i := range prices {
+		prices[i] = float64(i*37%50000+99) / 100
+	}
+	for _, tc := range []struct {
+		name string
+		col  *Column
+	}{
+		{"dictionary", &Column{Type: store.TypeString, N: 6, Dict: []string{"DE", "NL", "US"}, Codes: []uint32{2, 0, 1, 1, 2, 0}}},
+		{"dictionary with nulls", &Column{Type: store.TypeString, N: 4, Dict: []string{"", "x"}, Codes: []uint32{1, 0, 1, 0}, Nulls: nullsOf(4, 1, 3)}},
+		{"plain", &Column{Type: store.TypeString, N: len(many), Strs: many}},
+		{"integers", &Column{Type: store.TypeInteger, N: 5, Ints: []int64{-3, 0, 7, math.MaxInt64, math.MinInt64}}},
+		{"constant", &Column{Type: store.TypeInteger, N: 3, Ints: []int64{42, 42, 42}}},
+		{"rising timestamps", &Column{Type: store.TypeTimestamp, N: len(ramp), Ints: ramp}},
+		{"booleans", &Column{Type: store.TypeBoolean, N: 4, Ints: []int64{1, 0, 0, 1}, Nulls: nullsOf(4, 2)}},
+		{"decimal numbers", &Column{Type: store.TypeNumber, N: len(prices), Floats: prices}},
+		{"raw numbers", &Column{Type: store.TypeNumber, N: 4, Floats: []float64{math.Pi, -1e300, 5e-324, 0}}},
+		{"negative zero", &Column{Type: store.TypeNumber, N: 2, Floats: []float64{math.Copysign(0, -1), 1}}},
+		{"objects", &Column{Type: store.TypeObject, N: 3, Strs: []string{`{"a":1}`, "", `{}`}, Nulls: nullsOf(3, 1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.col.Name = "c"
+			got, err := decodeColumn("c", tc.col.Type, tc.col.N, tc.col.encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.col.N; i++ {
+				if got.Null(i) != tc.col.Null(i) {
+					t.Fatalf("row %d: null %v, want %v", i, got.Null(i), tc.col.Null(i))
+				}
+				if tc.col.Null(i) {
+					continue
+				}
+				var a, b any
+				switch {
+				case tc.col.Codes != nil || tc.col.Strs != nil:
+					a, b = got.Str(i), tc.col.Str(i)
+				case tc.col.Ints != nil:
+					a, b = got.Ints[i], tc.col.Ints[i]
+				default:
+					a, b = math.Float64bits(got.Floats[i]), math.Float64bits(tc.col.Floats[i])
+				}
+				if !reflect.DeepEqual(a, b) {
+					t.Fatalf("row %d: %v, want %v", i, a, b)
+				}
+			}
+		})
+	}
+}
+
+// FuzzDecodeColumn: a column's bytes come from disk; whatever they are, decoding returns a
+// column or an error, never a panic, and a decoded column has the rows it claims.
+func FuzzDecodeColumn(f *testing.F) {
+	for _, c := range []*Column{
+		{Type: store.TypeString, N: 3, Dict: []string{"a", "b"}, Codes: []uint32{0, 1, 1}},
+		{Type: store.TypeInteger, N: 3, Ints: []int64{1, 5, 9}},
+		{Type: store.TypeNumber, N: 2, Floats: []float64{1.25, 2}},
+		{Type: store.TypeString, N: 2, Strs: []string{"x", "y"}},
+	} {
+		f.Add(c.Type, c.N, c.encode())
+	}
+	f.Fuzz(func(t *testing.T, typ string, rows int, b []byte) {
+		if rows < 0 || rows > BlockRows {
+			return
+		}
+		c, err := decodeColumn("c", typ, rows, b)
+		if err != nil {
+			return
+		}
+		for i := 0; i < rows; i++ {
+			_ = c.Null(i)
+			switch {
+			case c.Codes != nil:
+				_ = c.Str(i)
+			case c.Strs != nil:
+				_ = c.Strs[i]
+			case c.Ints != nil:
+				_ = c.Ints[i]
+			case c.Floats != nil:
+				_ = c.Floats[i]
+			}
+		}
+	})
+}
+
+var sealModel = &store.Model{Meta: store.Meta{ID: "mdl_seal"}, Key: "m", UnknownFields: store.UnknownReject,
+	Fields: []store.Field{{Name: "k", Type: store.TypeString}, {Name: "v", Type: store.TypeInteger}}}
+
+func appendN(t *testing.T, l *RecordLog, at time.Time, from, n int) {
+	t.Helper()
+	var recs [][]byte
+	v := NewValidator(sealModel)
+	for i := from; i < from+n; i++ {
+		out, errs := v.Validate([]byte(fmt.Sprintf(`{"k":"k%d","v":%d}`, i%5, i)), nil, SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: "ing_1"})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		recs = append(recs, out)
+	}
+	if err := l.Append([]*AppendBatch{{ModelID: sealModel.ID, ReceivedAt: at, Records: recs}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSealMergesAndCompacts: young records wait, a trickle grows one block, the log range
+// goes with each seal, and compaction keeps every record while giving space back.
+func TestSealMergesAndCompacts(t *testing.T) {
+	rs, err := OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_seal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	appendN(t, l, t0, 0, 10)
+	if n, err := l.Seal(sealModel, t0.Add(time.Second), DefaultSealPolicy); n != 0 || err != nil {
+		t.Fatalf("young records sealed: %d %v", n, err)
+	}
+	if n, err := l.Seal(sealModel, t0.Add(3*time.Second), DefaultSealPolicy); n != 10 || err != nil {
+		t.Fatalf("seal: %d %v", n, err)
+	}
+	appendN(t, l, t0.Add(time.Minute), 10, 20)
+	if n, err := l.Seal(sealModel, t0.Add(2*time.Minute), DefaultSealPolicy); n != 20 || err != nil {
+		t.Fatalf("second seal: %d %v", n, err)
+	}
+	st, err := l.Stats(sealModel.ID)
+	if err != nil || st.Blocks != 1 || st.SealedRecords != 30 || st.LogRecords != 0 {
+		t.Fatalf("after a trickle: %+v %v (want one merged block of 30)", st, err)
+	}
+	// A big log, sealed, leaves most of the file free: compaction gives it back.
+	for b := 0; b < 40; b++ {
+		appendN(t, l, t0.Add(time.Hour+time.Duration(b)*time.Millisecond), 100+b*5000, 5000)
+	}
+	for {
+		n, err := l.Seal(sealModel, t0.Add(2*time.Hour), DefaultSealPolicy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	size, free, err := l.FreeBytes()
+	if err != nil || free*2 < size || CompactWorth(0, 0) || !CompactWorth(64<<20, 32<<20) {
+		t.Fatalf("after sealing 200,000 records: size %d, free %d, %v", size, free, err)
+	}
+	if err := l.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := l.FreeBytes()
+	st2, err := l.Stats(sealModel.ID)
+	if err != nil || st2.Records != 200_030 || after >= size/2 {
+		t.Fatalf("after compaction: %+v %v, %d bytes (was %d)", st2, err, after, size)
+	}
+	if p := l.Check(); len(p) > 0 {
+		t.Fatal(p)
+	}
+}

@@ -27,6 +27,23 @@ type Caps struct {
 // DefaultCaps are the caps serve uses.
 var DefaultCaps = Caps{Groups: 100_000, Distinct: 1_000_000}
 
+// MaxResultBytes caps the rows a select holds (strings and JSON counted by length).
+const MaxResultBytes = 64 << 20
+
+// rowBytes approximates the memory of a picked row.
+func rowBytes(vals []any) int64 {
+	n := int64(16 * len(vals))
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			n += int64(len(x))
+		case json.RawMessage:
+			n += int64(len(x))
+		}
+	}
+	return n
+}
+
 // DefaultLimit is the limit of a query that gives none.
 const DefaultLimit = 1000
 
@@ -239,11 +256,12 @@ type exec struct {
 	groups   map[string]*group
 	distinct int
 	// selecting
-	picked []pickedRow
-	seq    int
-	done   bool
-	sel    []int32  // selection scratch, reused part after part
-	local  []uint32 // local group ids scratch, likewise
+	picked      []pickedRow
+	seq         int
+	done        bool
+	pickedBytes int64
+	sel         []int32  // selection scratch, reused part after part
+	local       []uint32 // local group ids scratch, likewise
 }
 
 type group struct {
@@ -1016,6 +1034,11 @@ func (e *exec) pick(rows int, sel []int32, load func(string) (*warehouse.Column,
 			}
 			vals[i] = v
 		}
+		e.pickedBytes += rowBytes(vals)
+		if e.pickedBytes > MaxResultBytes {
+			return store.Invalid(store.FieldError{Field: "query.select", Message: fmt.Sprintf(
+				"the rows would hold more than %d MiB (the result cap): select fewer or smaller fields, or lower the limit", MaxResultBytes>>20)})
+		}
 		e.picked = append(e.picked, pickedRow{vals: vals, seq: e.seq})
 		e.seq++
 		if len(p.order) == 0 && len(e.picked) >= p.limit {
@@ -1024,6 +1047,9 @@ func (e *exec) pick(rows int, sel []int32, load func(string) (*warehouse.Column,
 		}
 		if len(p.order) > 0 && len(e.picked) >= 2*p.limit+1024 {
 			e.sortPicked()
+			for _, dropped := range e.picked[p.limit:] {
+				e.pickedBytes -= rowBytes(dropped.vals)
+			}
 			e.picked = e.picked[:p.limit]
 		}
 	}

@@ -109,10 +109,16 @@ func toTime(v any) (int64, bool) {
 // parseTime parses an RFC 3339 timestamp to µs since the epoch, dropping digits below µs.
 // The common shapes are parsed by hand because time.Parse allocates a zone for every
 // numeric offset; anything else falls back to time.Parse, which stays the judge of what is
-// valid (ingest validates with it).
+// valid (ingest validates with it, and accepts a few more shapes such as a comma before the
+// fraction or a one-digit hour).
 func parseTime(s string) (int64, bool) {
 	if us, ok := parseRFC3339(s); ok {
 		return us, true
+	}
+	// time.Parse fixes the first 11 bytes (YYYY-MM-DDT) too; without them it would only
+	// allocate an error.
+	if len(s) < 11 || s[4] != '-' || s[7] != '-' || s[10] != 'T' {
+		return 0, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {

@@ -4,6 +4,7 @@
 package query
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -78,6 +79,12 @@ func validateShape(f store.Filter) fieldErrors {
 		}
 	} else if f.Value == nil {
 		e.add("value", "is required for %s", f.Op)
+	} else if _, isRef := paramRef(f.Value); !isRef && cond.TakesString(f.Op) {
+		// A string operand (a matches pattern above all) can be checked without the
+		// model, so a stored required filter never holds a pattern that cannot compile.
+		if _, err := cond.Compile(cond.TypeString, f.Op, f.Value); err != nil {
+			e.addCond("", err)
+		}
 	}
 	return e
 }
@@ -95,6 +102,17 @@ type fieldErrors []store.FieldError
 
 func (f *fieldErrors) add(field, format string, args ...any) {
 	*f = append(*f, store.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// addCond reports a cond.Compile error at prefix + its part ("query.filters[0]." +
+// "value[3]"), so the user is pointed at the list element that is wrong.
+func (f *fieldErrors) addCond(prefix string, err error) {
+	var ce *cond.Error
+	if !errors.As(err, &ce) {
+		f.add(prefix+"value", "%s", err)
+		return
+	}
+	f.add(prefix+ce.Part, "%s", ce.Message)
 }
 
 // paramRef returns the parameter name of a {"param": "name"} value.
@@ -215,25 +233,8 @@ func Validate(m *store.Model, q *store.QuerySpec, params []store.Param) ([]strin
 			}
 			continue
 		}
-		if cond.TakesList(f.Op) {
-			list, ok := f.Value.([]any)
-			if !ok || len(list) == 0 || len(list) > 1000 {
-				e.add(at+".value", "must be an array of 1 to 1000 values for %s", f.Op)
-				continue
-			}
-			for j, v := range list {
-				if _, msg := store.CheckValue(t, v); msg != "" {
-					e.add(fmt.Sprintf("%s.value[%d]", at, j), "%s", msg)
-				}
-			}
-			continue
-		}
-		want := t
-		if cond.TakesString(f.Op) {
-			want = store.TypeString
-		}
-		if _, msg := store.CheckValue(want, f.Value); msg != "" {
-			e.add(at+".value", "%s", msg)
+		if _, err := cond.Compile(t, f.Op, f.Value); err != nil {
+			e.addCond(at+".", err)
 		}
 	}
 	for i, o := range q.OrderBy {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cond
+
+const raceEnabled = false

@@ -433,14 +433,21 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 // later seek from the front walks again (quadratic); from the back, each delete lands on a
 // leaf that still holds its key. A key that is gone means the log changed: errSealRace.
 func deleteKeys(b *bolt.Bucket, keys []byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	// One seek to the last key, then step back: each delete leaves the cursor on the
+	// key after the deleted one, and Prev moves to the one before it.
+	c := b.Cursor()
+	k, _ := c.Seek(keys[len(keys)-RecordKeySize:])
 	for end := len(keys); end > 0; end -= RecordKeySize {
-		k := keys[end-RecordKeySize : end]
-		if b.Get(k) == nil {
+		if !bytes.Equal(k, keys[end-RecordKeySize:end]) {
 			return errSealRace
 		}
-		if err := b.Delete(k); err != nil {
+		if err := c.Delete(); err != nil {
 			return err
 		}
+		k, _ = c.Prev()
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type builder struct {
 	index map[string]int
 	n     int
 	seen  []bool
+	next  int // the column the next key probably names
 }
 
 type colBuilder struct {
@@ -67,6 +68,7 @@ func newBuilder(fields []store.Field, capacity int) *builder {
 // never has one: records are validated against the model, and models only grow).
 func (b *builder) add(rec []byte) {
 	clear(b.seen)
+	b.next = 0
 	i := 1 // past '{'
 	for i < len(rec) && rec[i] == '"' {
 		keyEnd, escaped := skipString(rec, i)
@@ -78,9 +80,17 @@ func (b *builder) add(rec []byte) {
 		}
 		i = keyEnd + 1 // past ':'
 		end := skipValue(rec, i)
-		if c, ok := b.index[key]; ok && !b.seen[c] {
+		// Records mostly keep one key order: try the column after the last one first.
+		c, ok := b.next, false
+		if c < len(b.cols) && b.cols[c].name == key {
+			ok = true
+		} else {
+			c, ok = b.index[key]
+		}
+		if ok && !b.seen[c] {
 			b.seen[c] = true
 			b.cols[c].set(b.n, rec[i:end])
+			b.next = c + 1
 		}
 		i = end
 		if i < len(rec) && rec[i] == ',' {
@@ -223,6 +233,9 @@ func ParseTimestamp(v []byte) (int64, bool) {
 			}
 			s = str
 		}
+		if us, ok := parseUTC(s); ok {
+			return us, true
+		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return 0, false
@@ -240,6 +253,57 @@ func ParseTimestamp(v []byte) (int64, bool) {
 		return math.MinInt64, true
 	}
 	return ms * 1000, true
+}
+
+// parseUTC reads the common shape "2006-01-02T15:04:05[.fraction]Z" without time.Parse's
+// generality (the sealer reads two timestamps per record); anything else, or a field out of
+// range, is left to time.Parse.
+func parseUTC(s string) (int64, bool) {
+	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
+		return 0, false
+	}
+	num := func(a, b int) (int, bool) {
+		n := 0
+		for i := a; i < b; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 7)
+	day, ok3 := num(8, 10)
+	hour, ok4 := num(11, 13)
+	minute, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
+		return 0, false
+	}
+	us := 0
+	if rest := s[19 : len(s)-1]; rest != "" {
+		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
+			return 0, false
+		}
+		frac, ok := num(20, len(s)-1)
+		if !ok {
+			return 0, false
+		}
+		for d := len(rest) - 1; d < 6; d++ {
+			frac *= 10
+		}
+		for d := len(rest) - 1; d > 6; d-- {
+			frac /= 10
+		}
+		us = frac
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
+	if t.Day() != day { // February 30th and the like: time.Parse refuses them
+		return 0, false
+	}
+	return t.UnixMicro() + int64(us), true
 }
 
 // FormatTimestamp writes µs since the epoch as RFC 3339 in UTC, as queries return

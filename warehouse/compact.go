@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,9 @@ import (
 // replaces is about ten times the block) are reused, but the file keeps the size of the
 // largest log it ever held. Once the sealer has caught up and most of the file is free,
 // Compact rewrites it, so the disk holds what the blocks need.
+
+// errBusy means the file was in use; compaction is tried again on a later pass.
+var errBusy = errors.New("the file is in use")
 
 // compactSuffix names the copy being written; a leftover from a crash is removed at open.
 const compactSuffix = ".compact"
@@ -32,7 +36,11 @@ func (l *RecordLog) FreeBytes() (size, free int64, err error) {
 // while it runs (writes queue in the ingest writer; nothing fails), so callers compact
 // only when it pays: see CompactWorth.
 func (l *RecordLog) Compact() error {
-	l.mu.Lock()
+	// Only when the file is free this instant: waiting for the lock would queue every
+	// writer behind a long query (a waiting Lock blocks new RLocks).
+	if !l.mu.TryLock() {
+		return errBusy
+	}
 	defer l.mu.Unlock()
 	path := l.db.Path()
 	tmp := path + compactSuffix

@@ -135,7 +135,9 @@ func validFileID(id string) bool {
 func warehouseOptions() *bolt.Options {
 	return &bolt.Options{
 		Timeout: time.Second, FreelistType: bolt.FreelistMapType, NoFreelistSync: false,
-		InitialMmapSize: 64 << 20,
+		// Address space, not memory: a long query's read transaction blocks a remap
+		// (and with it the ingest writer) only once the file outgrows this.
+		InitialMmapSize: 1 << 30,
 	}
 }
 

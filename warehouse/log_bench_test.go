@@ -193,3 +193,52 @@ func BenchmarkSustainedAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSeal seals blocks of records shaped like ../shared/bench's data set: the
+// sealer's cost per record, which ingest pays in CPU while it runs.
+func BenchmarkSeal(b *testing.B) {
+	m := &store.Model{Meta: store.Meta{ID: "mdl_b"}, Key: "events", UnknownFields: store.UnknownReject, TimestampField: "ts",
+		Fields: []store.Field{{Name: "ts", Type: store.TypeTimestamp}, {Name: "event", Type: store.TypeString}, {Name: "user_id", Type: store.TypeString},
+			{Name: "session_id", Type: store.TypeString}, {Name: "country", Type: store.TypeString}, {Name: "device", Type: store.TypeString},
+			{Name: "url", Type: store.TypeString}, {Name: "duration_ms", Type: store.TypeInteger}, {Name: "amount", Type: store.TypeNumber},
+			{Name: "success", Type: store.TypeBoolean}}}
+	rs, err := OpenRecordStore(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := NewValidator(m)
+	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	fill := func(n int) {
+		for start := 0; start < n; start += 1000 {
+			var recs [][]byte
+			for i := start; i < start+1000; i++ {
+				raw := fmt.Sprintf(`{"ts":"2026-11-20T%02d:%02d:%02d.%03dZ","event":"e%d","user_id":"user-%d","session_id":"%08x-%04x-%04x-%04x-%012x","country":"C%d","device":"d%d","url":"https://shop.example/s%d/c%d/p%d?src=x%d&campaign=y%d","duration_ms":%d,"amount":%d.%02d,"success":%t}`,
+					i/3600%24, i/60%60, i%60, i%1000, i%8, 100000+i*7919%900000, i*2654435761, i%65536, i*7%65536, i*13%65536, i*40503, i%30, i%3, i%8, i%10, i*31%100000, i%6, i%6, i*17%3000, i%500, i%100, i%3 == 0)
+				out, errs := v.Validate([]byte(raw), nil, SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)})
+				if len(errs) > 0 {
+					b.Fatal(errs)
+				}
+				recs = append(recs, out)
+			}
+			if err := l.Append([]*AppendBatch{{ModelID: m.ID, ReceivedAt: at, Records: recs}}); err != nil {
+				b.Fatal(err)
+			}
+			at = at.Add(time.Millisecond)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		fill(BlockRows)
+		b.StartTimer()
+		if n, err := l.Seal(m, at.Add(time.Hour), SealPolicy{MinAge: time.Second}); err != nil || n != BlockRows {
+			b.Fatal(n, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*BlockRows), "ns/record")
+}

@@ -2,6 +2,7 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -115,7 +116,9 @@ func (s *Sealer) Pass(ctx context.Context) bool {
 		if !fileBusy {
 			size, free, err := l.FreeBytes()
 			if err == nil && CompactWorth(size, free) {
-				if err := l.Compact(); err != nil {
+				if err := l.Compact(); errors.Is(err, errBusy) {
+					continue
+				} else if err != nil {
 					s.Log.Error("sealer: compact", "err", err)
 				} else {
 					s.Compactions.Add(1)

@@ -162,7 +162,13 @@ func (s *Service) runAdhoc(ctx context.Context, projectID string, b *body, requi
 	if _, errs := Validate(&m, &b.Query, nil); len(errs) > 0 {
 		return nil, store.Invalid(unprefix(errs)...)
 	}
-	return s.exec(ctx, &m, m.WarehouseID, &b.Query, required)
+	res, err := s.exec(ctx, &m, m.WarehouseID, &b.Query, required)
+	// The engine's own 400s (the group and distinct caps) name paths of the query too.
+	var e *store.Error
+	if errors.As(err, &e) && e.Code == store.CodeValidation && len(e.Fields) > 0 {
+		return nil, store.Invalid(unprefix(e.Fields)...)
+	}
+	return res, err
 }
 
 // unprefix drops the "query." of validation paths: in an ad-hoc body the query is the

@@ -361,6 +361,8 @@ func TestQueryCredentials(t *testing.T) {
 		{name: "a console session", auth: bearer(qw.w.ownerSes), body: count, status: 401},
 		{name: "model not in adhoc_models", auth: apiKey(qw.keys["open"]), body: map[string]any{"schema": "notenant"}, status: 403, contains: []string{`notenant`}, notContains: []string{`"rows"`}},
 		{name: "key narrowed to another model", auth: apiKey(qw.keys["narrow"]), body: count, status: 403, contains: []string{`"code":"forbidden"`}, notContains: []string{`"rows"`}},
+		{name: "key narrowed to another model, API on events", auth: apiKey(qw.keys["narrow"]), body: map[string]any{"api": "sales", "params": map[string]any{"country": "NL"}}, status: 403, contains: []string{`"code":"forbidden"`, `outside the key's models`}, notContains: []string{`"rows"`}},
+		{name: "key narrowed to another model, API on its model", auth: apiKey(qw.keys["narrow"]), body: map[string]any{"api": "notenant_all"}, status: 200, contains: []string{`"rows":[["n1"],["n2"]]`}},
 		{name: "an API not in analytics_apis", auth: apiKey(qw.keys["open"]), body: map[string]any{"api": "unlisted"}, status: 403, contains: []string{`unlisted`}},
 		{name: "an API of no client, unknown", auth: apiKey(qw.keys["open"]), body: map[string]any{"api": "nope"}, status: 403},
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"lookout/auth"
+	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
 )
@@ -606,6 +607,11 @@ func TestQueryCaps(t *testing.T) {
 			qw.runQuery(t, sc)
 		})
 	}
+	t.Run("a cap left at 0 takes its default", func(t *testing.T) {
+		qw := newQueryWorld(t, func(c *Config) { c.Query.Caps = query.Caps{Groups: 3} })
+		qw.runQuery(t, scenario{method: "POST", url: "/query", auth: apiKey(qw.keys["open"]), status: 200,
+			body: q("aggregations", []map[string]any{{"fn": "count_distinct", "field": "amount"}}), contains: []string{`"rows":[[6]]`}})
+	})
 }
 
 // TestQueryTimeout: a query that outlives --query-timeout is a 503 with Retry-After, on

@@ -38,6 +38,9 @@ type harness struct {
 	ingestTLS *httptest.Server
 	records   *warehouse.RecordStore
 	ingest    *ingest.Service
+
+	queryURL string // the query listener, over TLS like the ingest one
+	queryTLS *httptest.Server
 }
 
 func newHarness(t testing.TB) *harness {
@@ -67,7 +70,8 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 		t.Fatal(err)
 	}
 	ing := ingest.New(st, records, c.Now, log)
-	cfg := Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records, WSDiscover: true}
+	cfg := Config{Store: st, Auth: a, Log: log, Now: c.Now, Version: "test", Ingest: ing, Records: records, WSDiscover: true,
+		Query: &query.Service{Store: st, Records: records, Now: c.Now, Caps: query.DefaultCaps}}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -77,9 +81,13 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 	its.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
 	its.StartTLS()
 	s.SetIngestURL(its.URL)
+	qts := httptest.NewUnstartedServer(s.QueryHandler())
+	qts.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	qts.StartTLS()
 	t.Cleanup(func() {
 		ts.Close()
 		its.Close()
+		qts.Close()
 		ing.Close(nil)
 		if p, err := records.Check(); err != nil || len(p) > 0 {
 			t.Errorf("warehouse check: %v %v", p, err)
@@ -90,7 +98,8 @@ func newHarnessWith(t testing.TB, configure func(*Config)) *harness {
 		}
 		st.Close()
 	})
-	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs, dir: dir, ingestURL: its.URL, ingestTLS: its, records: records, ingest: ing}
+	return &harness{t: t, st: st, auth: a, srv: s, clock: c, url: ts.URL, logs: logs, dir: dir, ingestURL: its.URL, ingestTLS: its, records: records, ingest: ing,
+		queryURL: qts.URL, queryTLS: qts}
 }
 
 type lockedWriter struct {

@@ -127,8 +127,11 @@ func fieldTypes(m *store.Model) map[string]string {
 func compile(req *Request) (*plan, error) {
 	q := req.Query
 	p := &plan{m: req.Model, types: fieldTypes(req.Model), group: q.GroupBy, selects: q.Select, order: q.OrderBy, limit: q.Limit, caps: req.Caps}
-	if p.caps.Groups == 0 {
-		p.caps = DefaultCaps
+	if p.caps.Groups <= 0 {
+		p.caps.Groups = DefaultCaps.Groups
+	}
+	if p.caps.Distinct <= 0 { // each cap on its own: Caps{Groups: 10} must not mean "no distinct values"
+		p.caps.Distinct = DefaultCaps.Distinct
 	}
 	if p.limit == 0 {
 		p.limit = DefaultLimit

@@ -130,7 +130,7 @@ func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, 
 		if !slices.Contains(qo.AnalyticsAPIs, b.API) {
 			return nil, FormAPI, store.Errorf(store.CodeForbidden, "this client may not run Analytics API %q", b.API)
 		}
-		res, err := s.runAPI(ctx, c.Client.ProjectID, b, qo.RequiredFilters)
+		res, err := s.runAPI(ctx, c.Client.ProjectID, b, qo.RequiredFilters, c.KeyModels)
 		return res, FormAPI, err
 	}
 	if !slices.Contains(qo.AdhocModels, b.Schema) || (len(c.KeyModels) > 0 && !slices.Contains(c.KeyModels, b.Schema)) {
@@ -144,7 +144,7 @@ func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, 
 // required filters.
 func (s *Service) RunConsole(ctx context.Context, projectID string, b *body) (*Result, string, error) {
 	if b.API != "" {
-		res, err := s.runAPI(ctx, projectID, b, nil)
+		res, err := s.runAPI(ctx, projectID, b, nil, nil)
 		return res, FormAPI, err
 	}
 	res, err := s.runAdhoc(ctx, projectID, b, nil)
@@ -162,7 +162,13 @@ func (s *Service) runAdhoc(ctx context.Context, projectID string, b *body, requi
 	if _, errs := Validate(&m, &b.Query, nil); len(errs) > 0 {
 		return nil, store.Invalid(unprefix(errs)...)
 	}
-	return s.exec(ctx, &m, m.WarehouseID, &b.Query, required)
+	res, err := s.exec(ctx, &m, m.WarehouseID, &b.Query, required)
+	// The engine's own 400s (the group and distinct caps) name paths of the query too.
+	var e *store.Error
+	if errors.As(err, &e) && e.Code == store.CodeValidation && len(e.Fields) > 0 {
+		return nil, store.Invalid(unprefix(e.Fields)...)
+	}
+	return res, err
 }
 
 // unprefix drops the "query." of validation paths: in an ad-hoc body the query is the
@@ -175,13 +181,18 @@ func unprefix(errs []store.FieldError) []store.FieldError {
 	return out
 }
 
-func (s *Service) runAPI(ctx context.Context, projectID string, b *body, required []store.Filter) (*Result, error) {
+// runAPI runs an Analytics API. keyModels, when not empty, are the models the caller's key
+// is narrowed to: an API reading another model is as closed to it as that model is.
+func (s *Service) runAPI(ctx context.Context, projectID string, b *body, required []store.Filter, keyModels []string) (*Result, error) {
 	api, err := s.Store.AnalyticsAPIByKey(projectID, b.API)
 	if err != nil {
 		return nil, err
 	}
 	if api.Status != store.StatusActive {
 		return nil, store.Errorf(store.CodeNotFound, "Analytics API %q is archived", b.API)
+	}
+	if len(keyModels) > 0 && !slices.Contains(keyModels, api.ModelKey) {
+		return nil, store.Errorf(store.CodeForbidden, "this key may not run Analytics API %q: it reads model %q, outside the key's models", b.API, api.ModelKey)
 	}
 	bindings, _, err := s.Store.ListBindings(projectID, api.ID, store.BindingActive, store.Page{Limit: 1})
 	if err != nil {

@@ -189,7 +189,7 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 		if mb := tx.Bucket([]byte(blockMetaPrefix + m.ID)); mb != nil {
 			c := mb.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
-				if err := ctx.Err(); err != nil {
+				if err := ctxErr(ctx); err != nil {
 					return err
 				}
 				meta, err := l.meta(m.ID, k, v)
@@ -209,7 +209,7 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 		c := lb.Cursor()
 		k, v := c.First()
 		for k != nil {
-			if err := ctx.Err(); err != nil {
+			if err := ctxErr(ctx); err != nil {
 				return err
 			}
 			b := newBuilder(fields, 1024)
@@ -232,6 +232,20 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 		}
 		return nil
 	})
+}
+
+// ctxErr is ctx.Err, and DeadlineExceeded as soon as ctx's deadline has passed: a
+// context's timer fires from the scheduler, which on a busy machine may run it only after
+// the whole query. A query past its deadline then stops at the next part instead of
+// answering late as if it had been in time.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // meta returns a block's decoded metadata, from the cache when it was read before

@@ -365,7 +365,7 @@ func TestQueryCredentials(t *testing.T) {
 		{name: "key narrowed to another model, API on events", auth: apiKey(qw.keys["narrow"]), body: map[string]any{"api": "sales", "params": map[string]any{"country": "NL"}}, status: 403, contains: []string{`"code":"forbidden"`, `outside the key's models`}, notContains: []string{`"rows"`}},
 		{name: "key narrowed to another model, API on its model", auth: apiKey(qw.keys["narrow"]), body: map[string]any{"api": "notenant_all"}, status: 200, contains: []string{`"rows":[["n1"],["n2"]]`}},
 		{name: "an API not in analytics_apis", auth: apiKey(qw.keys["open"]), body: map[string]any{"api": "unlisted"}, status: 403, contains: []string{`unlisted`}},
-		{name: "an API of no client, unknown", auth: apiKey(qw.keys["open"]), body: map[string]any{"api": "nope"}, status: 403},
+		{name: "an API of no client, unknown", auth: apiKey(qw.keys["open"]), body: map[string]any{"api": "nope"}, status: 404, contains: []string{`"code":"not_found"`}},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

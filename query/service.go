@@ -127,10 +127,10 @@ func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, 
 		return nil, "", store.Errorf(store.CodeForbidden, "only query clients run queries")
 	}
 	if b.API != "" {
-		if !slices.Contains(qo.AnalyticsAPIs, b.API) {
-			return nil, FormAPI, store.Errorf(store.CodeForbidden, "this client may not run Analytics API %q", b.API)
-		}
-		res, err := s.runAPI(ctx, c.Client.ProjectID, b, qo.RequiredFilters, c.KeyModels)
+		// An unknown or archived API is a 404 (checked first, as the issue orders it); a
+		// live one the client may not run is a 403.
+		allowed := func(key string) bool { return slices.Contains(qo.AnalyticsAPIs, key) }
+		res, err := s.runAPI(ctx, c.Client.ProjectID, b, qo.RequiredFilters, c.KeyModels, allowed)
 		return res, FormAPI, err
 	}
 	if !slices.Contains(qo.AdhocModels, b.Schema) || (len(c.KeyModels) > 0 && !slices.Contains(c.KeyModels, b.Schema)) {
@@ -144,7 +144,7 @@ func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, 
 // required filters.
 func (s *Service) RunConsole(ctx context.Context, projectID string, b *body) (*Result, string, error) {
 	if b.API != "" {
-		res, err := s.runAPI(ctx, projectID, b, nil, nil)
+		res, err := s.runAPI(ctx, projectID, b, nil, nil, nil)
 		return res, FormAPI, err
 	}
 	res, err := s.runAdhoc(ctx, projectID, b, nil)
@@ -183,13 +183,16 @@ func unprefix(errs []store.FieldError) []store.FieldError {
 
 // runAPI runs an Analytics API. keyModels, when not empty, are the models the caller's key
 // is narrowed to: an API reading another model is as closed to it as that model is.
-func (s *Service) runAPI(ctx context.Context, projectID string, b *body, required []store.Filter, keyModels []string) (*Result, error) {
+func (s *Service) runAPI(ctx context.Context, projectID string, b *body, required []store.Filter, keyModels []string, allowed func(string) bool) (*Result, error) {
 	api, err := s.Store.AnalyticsAPIByKey(projectID, b.API)
 	if err != nil {
 		return nil, err
 	}
 	if api.Status != store.StatusActive {
 		return nil, store.Errorf(store.CodeNotFound, "Analytics API %q is archived", b.API)
+	}
+	if allowed != nil && !allowed(api.Key) {
+		return nil, store.Errorf(store.CodeForbidden, "this client may not run Analytics API %q", b.API)
 	}
 	if len(keyModels) > 0 && !slices.Contains(keyModels, api.ModelKey) {
 		return nil, store.Errorf(store.CodeForbidden, "this key may not run Analytics API %q: it reads model %q, outside the key's models", b.API, api.ModelKey)

@@ -281,6 +281,7 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	m.Sealer = &warehouse.Sealer{Records: m.Records, Now: m.Now, Policy: warehouse.DefaultSealPolicy, Log: m.Log,
+		Yield: warehouse.DefaultYield, YieldBacklog: warehouse.DefaultYieldBacklog, YieldAge: warehouse.DefaultYieldAge,
 		Model: func(id string) (*store.Model, error) {
 			md, err := m.Store.ModelByID(id)
 			return &md, err

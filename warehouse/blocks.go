@@ -220,6 +220,7 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 				last = k
 			}
 			cols := b.finish()
+			b.release()
 			meta := newMeta(m, cols, b.n)
 			meta.First, meta.Last = first, last
 			p := &Part{Meta: meta, cols: make(map[string]*Column, len(cols)), m: m}
@@ -375,6 +376,7 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		newRecs = b.n - start
 		last = append([]byte(nil), keys[len(keys)-RecordKeySize:]...)
 		cols, rows = b.finish(), b.n
+		b.release()
 		return nil
 	})
 	if err != nil || tooEarly {
@@ -478,6 +480,29 @@ func deleteBlock(mb, cb *bolt.Bucket, id uint64) error {
 		}
 	}
 	return nil
+}
+
+// Backlog returns how many records of the model wait in the log (from the sequence numbers
+// of its first and last keys: no walk) and when the oldest was received.
+func (l *RecordLog) Backlog(modelID string) (int, time.Time, error) {
+	var n int
+	var oldest time.Time
+	err := l.view(func(tx *bolt.Tx) error {
+		lb := tx.Bucket([]byte(logPrefix + modelID))
+		if lb == nil {
+			return nil
+		}
+		c := lb.Cursor()
+		first, _ := c.First()
+		last, _ := c.Last()
+		if first == nil {
+			return nil
+		}
+		n = int(binary.BigEndian.Uint64(last[8:])-binary.BigEndian.Uint64(first[8:])) + 1
+		oldest = RecordTime(first)
+		return nil
+	})
+	return n, oldest, err
 }
 
 // ModelStats are the figures the console shows per model.

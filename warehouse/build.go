@@ -1,10 +1,12 @@
 package warehouse
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -46,22 +48,42 @@ type colBuilder struct {
 	floats    []float64
 }
 
+// colBuilders recycles column builders: their buffers grow to a block's size once and are
+// reused, instead of growing (and being copied) again for every block.
+var colBuilders = sync.Pool{New: func() any { return new(colBuilder) }}
+
 func newBuilder(fields []store.Field, capacity int) *builder {
 	b := &builder{index: make(map[string]int, len(fields)), seen: make([]bool, len(fields))}
 	for i, f := range fields {
 		b.index[f.Name] = i
-		c := &colBuilder{name: f.Name, typ: f.Type}
+		c := colBuilders.Get().(*colBuilder)
+		c.name, c.typ = f.Name, f.Type
+		c.nulls, c.arena, c.ends, c.ints, c.floats = c.nulls[:0], c.arena[:0], c.ends[:0], c.ints[:0], c.floats[:0]
 		switch f.Type {
 		case store.TypeString, store.TypeObject, store.TypeArray:
-			c.ends = make([]uint32, 0, capacity)
+			if c.ends == nil {
+				c.ends = make([]uint32, 0, capacity)
+			}
 		case store.TypeNumber:
-			c.floats = make([]float64, 0, capacity)
+			if c.floats == nil {
+				c.floats = make([]float64, 0, capacity)
+			}
 		default:
-			c.ints = make([]int64, 0, capacity)
+			if c.ints == nil {
+				c.ints = make([]int64, 0, capacity)
+			}
 		}
 		b.cols = append(b.cols, c)
 	}
 	return b
+}
+
+// release gives the column builders back for the next block; finish copied what it kept.
+func (b *builder) release() {
+	for _, c := range b.cols {
+		colBuilders.Put(c)
+	}
+	b.cols = nil
 }
 
 // add appends one stored record. Fields the builder does not know are ignored (a record
@@ -74,8 +96,8 @@ func (b *builder) add(rec []byte) {
 		keyEnd, escaped := skipString(rec, i)
 		var key string
 		if escaped {
-			_ = json.Unmarshal(rec[i:keyEnd], &key)
-		} else {
+			key = unescape(rec[i:keyEnd])
+		} else if keyEnd-i > 2 {
 			key = unsafe.String(&rec[i+1], keyEnd-i-2)
 		}
 		i = keyEnd + 1 // past ':'
@@ -120,10 +142,10 @@ func (b *builder) addColumns(rows int, cols []*Column) {
 				cb.setNull(row)
 				continue
 			}
-			switch {
-			case cb.ends != nil || cb.typ == store.TypeString || cb.typ == store.TypeObject || cb.typ == store.TypeArray:
+			switch cb.typ { // by type: a recycled builder keeps the buffers of other types
+			case store.TypeString, store.TypeObject, store.TypeArray:
 				cb.appendStr(src.Str(r))
-			case cb.floats != nil || cb.typ == store.TypeNumber:
+			case store.TypeNumber:
 				cb.floats = append(cb.floats, src.Floats[r])
 			default:
 				cb.ints = append(cb.ints, src.Ints[r])
@@ -164,9 +186,7 @@ func (c *colBuilder) set(row int, v []byte) {
 		if s, ok := plainString(v); ok {
 			c.arena = append(c.arena, s...)
 		} else {
-			var str string
-			_ = json.Unmarshal(v, &str)
-			c.arena = append(c.arena, str...)
+			c.arena = append(c.arena, unescape(v)...)
 		}
 		c.ends = append(c.ends, uint32(len(c.arena)))
 	case store.TypeObject, store.TypeArray:
@@ -227,11 +247,7 @@ func ParseTimestamp(v []byte) (int64, bool) {
 	if v[0] == '"' {
 		s, ok := plainString(v)
 		if !ok {
-			var str string
-			if json.Unmarshal(v, &str) != nil {
-				return 0, false
-			}
-			s = str
+			s = unescape(v)
 		}
 		if us, ok := parseUTC(s); ok {
 			return us, true
@@ -279,7 +295,7 @@ func parseUTC(s string) (int64, bool) {
 	hour, ok4 := num(11, 13)
 	minute, ok5 := num(14, 16)
 	sec, ok6 := num(17, 19)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
 		return 0, false
 	}
 	us := 0
@@ -299,17 +315,52 @@ func parseUTC(s string) (int64, bool) {
 		}
 		us = frac
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, 0, time.UTC)
-	if t.Day() != day { // February 30th and the like: time.Parse refuses them
+	if day > daysIn(year, month) { // February 30th and the like: time.Parse refuses them
 		return 0, false
 	}
-	return t.UnixMicro() + int64(us), true
+	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
+	return secs*1_000_000 + int64(us), true
+}
+
+func daysIn(year, month int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil counts days from 1970-01-01 to a proleptic Gregorian date (Howard
+// Hinnant's algorithm): integer arithmetic instead of time.Date's generality.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400 // y ≥ 0 here (years from 1 on), so / floors
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097+doe) - 719468
 }
 
 // FormatTimestamp writes µs since the epoch as RFC 3339 in UTC, as queries return
 // timestamps.
 func FormatTimestamp(us int64) string {
 	return time.UnixMicro(us).UTC().Format(time.RFC3339Nano)
+}
+
+// unescape decodes a JSON string with escapes (rare: kept out of the loops above, so their
+// variables stay on the stack).
+func unescape(v []byte) string {
+	var s string
+	_ = json.Unmarshal(v, &s)
+	return s
 }
 
 // plainString returns the contents of a JSON string without escapes.
@@ -332,6 +383,10 @@ func plainString(v []byte) (string, bool) {
 // skipString returns the index after the JSON string starting at i, and whether it has
 // escapes.
 func skipString(b []byte, i int) (int, bool) {
+	// Fast path: the next quote with no backslash before it (both searches vectorised).
+	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
+		return i + 2 + q, false
+	}
 	escaped := false
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
@@ -407,9 +462,9 @@ func (b *builder) finish() []*Column {
 				c.Strs = strs
 			}
 		case store.TypeNumber:
-			c.Floats = cb.floats
+			c.Floats = slices.Clone(cb.floats)
 		default:
-			c.Ints = cb.ints
+			c.Ints = slices.Clone(cb.ints)
 		}
 		out[i] = c
 	}

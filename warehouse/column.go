@@ -113,7 +113,7 @@ const (
 )
 
 var (
-	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
 	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
 )
 
@@ -225,6 +225,11 @@ func (c *Column) encode() []byte {
 }
 
 func appendStrings(p []byte, vals []string) []byte {
+	total := len(p) + 2*len(vals)
+	for _, s := range vals {
+		total += len(s)
+	}
+	p = slices.Grow(p, total-len(p))
 	for _, s := range vals {
 		p = binary.AppendUvarint(p, uint64(len(s)))
 	}

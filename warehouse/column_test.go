@@ -1,7 +1,9 @@
 package warehouse
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"reflect"
 	"testing"
@@ -205,4 +207,39 @@ func FuzzParseTimestamp(f *testing.F) {
 			t.Fatalf("%q: fast %d, time.Parse %v %v", s, us, want.UnixMicro(), err)
 		}
 	})
+}
+
+// TestSealerYieldsToIngest: while a file takes records, a short backlog waits (ingest
+// keeps the cores); once the backlog reaches YieldBacklog the sealer seals anyway, so
+// sustained ingest cannot outrun it.
+func TestSealerYieldsToIngest(t *testing.T) {
+	rs, err := OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_yield")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	s := &Sealer{Records: rs, Now: func() time.Time { return t0.Add(time.Hour) }, Policy: DefaultSealPolicy, Log: slog.New(slog.DiscardHandler),
+		Model: func(string) (*store.Model, error) { return sealModel, nil },
+		Yield: time.Hour, YieldBacklog: 100, YieldAge: 2 * time.Hour}
+	appendN(t, l, t0, 0, 60)
+	s.Pass(context.Background())
+	if st, _ := l.Stats(sealModel.ID); st.SealedRecords != 0 || st.LogRecords != 60 {
+		t.Fatalf("sealed while ingest was busy with a short backlog: %+v", st)
+	}
+	appendN(t, l, t0, 60, 60)
+	s.Pass(context.Background())
+	if st, _ := l.Stats(sealModel.ID); st.SealedRecords != 120 || st.LogRecords != 0 {
+		t.Fatalf("a backlog past YieldBacklog was not sealed: %+v", st)
+	}
+	s.Yield = 0
+	appendN(t, l, t0, 120, 5)
+	s.Pass(context.Background())
+	if st, _ := l.Stats(sealModel.ID); st.SealedRecords != 125 {
+		t.Fatalf("without yielding the log is sealed at once: %+v", st)
+	}
 }

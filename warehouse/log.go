@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -428,6 +429,8 @@ type RecordLog struct {
 	metaMu sync.Mutex
 	metas  map[metaKey]*BlockMeta
 	cols   colCache
+	// lastAppend is when Append last committed (Unix ns), for the sealer's yielding.
+	lastAppend atomic.Int64
 }
 
 // view runs fn in a read transaction.
@@ -469,6 +472,7 @@ type idemRecord struct {
 // Append writes every batch in one transaction and one fsync: the group commit. When it
 // returns nil, every record of every non-duplicate batch is on disk.
 func (l *RecordLog) Append(batches []*AppendBatch) error {
+	defer l.lastAppend.Store(time.Now().UnixNano())
 	return l.update(func(tx *bolt.Tx) error {
 		idem := tx.Bucket(bucketIdempotency)
 		var buckets map[string]*bolt.Bucket

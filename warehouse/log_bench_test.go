@@ -242,3 +242,29 @@ func BenchmarkSeal(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*BlockRows), "ns/record")
 }
+
+// BenchmarkBuilderAdd is the sealer's parse of stored records into columns.
+func BenchmarkBuilderAdd(b *testing.B) {
+	m := &store.Model{Fields: []store.Field{{Name: "ts", Type: store.TypeTimestamp}, {Name: "event", Type: store.TypeString}, {Name: "user_id", Type: store.TypeString},
+		{Name: "session_id", Type: store.TypeString}, {Name: "country", Type: store.TypeString}, {Name: "device", Type: store.TypeString},
+		{Name: "url", Type: store.TypeString}, {Name: "duration_ms", Type: store.TypeInteger}, {Name: "amount", Type: store.TypeNumber},
+		{Name: "success", Type: store.TypeBoolean}}, UnknownFields: store.UnknownReject}
+	v := NewValidator(m)
+	var recs [][]byte
+	for i := 0; i < 1000; i++ {
+		raw := fmt.Sprintf(`{"ts":"2026-11-20T%02d:%02d:%02d.%03dZ","event":"e%d","user_id":"user-%d","session_id":"%08x-%04x-%04x-%04x-%012x","country":"C%d","device":"d%d","url":"https://shop.example/s%d/c%d/p%d?src=x%d&campaign=y%d","duration_ms":%d,"amount":%d.%02d,"success":%t}`,
+			i/3600%24, i/60%60, i%60, i%1000, i%8, 100000+i*7919%900000, i*2654435761, i%65536, i*7%65536, i*13%65536, i*40503, i%30, i%3, i%8, i%10, i*31%100000, i%6, i%6, i*17%3000, i%500, i%100, i%3 == 0)
+		out, _ := v.Validate([]byte(raw), nil, SystemValues{ReceivedAt: "2026-11-20T00:00:00.000000Z", ClientID: "ic_1", IngestID: "ing_1"})
+		recs = append(recs, out)
+	}
+	fields := Schema(m)
+	b.SetBytes(int64(len(recs[0])))
+	bl := newBuilder(fields, BlockRows)
+	for b.Loop() {
+		if bl.n == BlockRows {
+			bl.release()
+			bl = newBuilder(fields, BlockRows)
+		}
+		bl.add(recs[bl.n%1000])
+	}
+}

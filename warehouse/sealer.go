@@ -23,6 +23,13 @@ type Sealer struct {
 	Log    *slog.Logger
 	// Idle is the pause when there is nothing to seal; 0 means 500 ms.
 	Idle time.Duration
+	// Yield lets ingest have the cores while it is busy: a file that took records within
+	// the last Yield is sealed only once a model's log holds YieldBacklog records or its
+	// oldest record is YieldAge old (so sealing still keeps pace with sustained ingest, and
+	// the log stays bounded). 0 never yields.
+	Yield        time.Duration
+	YieldBacklog int
+	YieldAge     time.Duration
 
 	// Figures for /metrics.
 	SealedRecords    atomic.Int64
@@ -31,6 +38,27 @@ type Sealer struct {
 	Compactions      atomic.Int64
 
 	lastRetention time.Time
+}
+
+// DefaultYield, DefaultYieldBacklog and DefaultYieldAge are serve's yielding: a burst of
+// up to four blocks' worth of records is ingested at full speed and sealed right after;
+// past that, sealing runs beside ingest.
+const (
+	DefaultYield        = 250 * time.Millisecond
+	DefaultYieldBacklog = 4 * BlockRows
+	DefaultYieldAge     = 30 * time.Second
+)
+
+// yield reports whether to leave a model's log unsealed for now, ingest being busy.
+func (s *Sealer) yield(l *RecordLog, modelID string) bool {
+	if s.Yield <= 0 || time.Since(time.Unix(0, l.lastAppend.Load())) >= s.Yield {
+		return false
+	}
+	n, oldest, err := l.Backlog(modelID)
+	if err != nil || n == 0 {
+		return false
+	}
+	return n < s.YieldBacklog && s.Now().Sub(oldest) < s.YieldAge
 }
 
 // retentionEvery is how often retention runs.
@@ -86,6 +114,9 @@ func (s *Sealer) Pass(ctx context.Context) bool {
 			m, err := s.Model(id)
 			if err != nil {
 				continue // a model deleted from the control plane: its data stays as it is
+			}
+			if s.yield(l, id) {
+				continue
 			}
 			n, err := l.Seal(m, now, s.Policy)
 			if err != nil {

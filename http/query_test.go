@@ -842,3 +842,22 @@ func TestConsoleQuery(t *testing.T) {
 		}
 	})
 }
+
+// TestQueryMetrics: /metrics counts queries by form and the parts they scanned or skipped.
+func TestQueryMetrics(t *testing.T) {
+	qw := newQueryWorld(t, nil)
+	open := apiKey(qw.keys["open"])
+	qw.runQuery(t, scenario{method: "POST", url: "/query", auth: open, body: q("aggregations", countAgg), status: 200})
+	qw.runQuery(t, scenario{method: "POST", url: "/query", auth: open, body: map[string]any{"api": "sales", "params": map[string]any{"country": "NL"}}, status: 200})
+	r := qw.do("GET", "/metrics", "", nil)
+	for _, want := range []string{
+		`lookout_query_duration_seconds_count{form="adhoc"} 1`,
+		`lookout_query_duration_seconds_count{form="api"} 1`,
+		`lookout_query_blocks_total{outcome="scanned"}`,
+		`lookout_query_blocks_total{outcome="skipped"}`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -243,3 +243,37 @@ func TestSealerYieldsToIngest(t *testing.T) {
 		t.Fatalf("without yielding the log is sealed at once: %+v", st)
 	}
 }
+
+// TestRetentionDropsWholeBlocksAndOldLog: blocks whose every record time is past the
+// cutoff go, a block that straddles it stays whole, and log records received before it go.
+func TestRetentionDropsWholeBlocksAndOldLog(t *testing.T) {
+	rs, err := OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_ret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := 24 * time.Hour
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	noMerge := SealPolicy{MinAge: 0}
+	appendN(t, l, t0, 0, 10) // day 0: a block
+	l.Seal(sealModel, t0.Add(time.Hour), noMerge)
+	appendN(t, l, t0.Add(5*day), 10, 10) // day 5: a block
+	l.Seal(sealModel, t0.Add(5*day+time.Hour), noMerge)
+	appendN(t, l, t0.Add(6*day), 20, 10) // day 6: still in the log
+	appendN(t, l, t0.Add(9*day), 30, 10) // day 9: in the log
+	n, err := l.DropBefore(sealModel, t0.Add(7*day), 1000)
+	if err != nil || n != 30 {
+		t.Fatalf("dropped %d, %v; want the day-0 and day-5 blocks and the day-6 log range (30)", n, err)
+	}
+	st, _ := l.Stats(sealModel.ID)
+	if st.Records != 10 || st.Blocks != 0 || st.LogRecords != 10 {
+		t.Fatalf("after retention: %+v", st)
+	}
+	if n, err := l.DropBefore(sealModel, t0.Add(7*day), 1000); n != 0 || err != nil {
+		t.Fatalf("a second pass dropped %d, %v", n, err)
+	}
+}

@@ -41,6 +41,8 @@ func TestColumnRoundTrip(t *testing.T) {
 		{"dictionary", &Column{Type: store.TypeString, N: 6, Dict: []string{"DE", "NL", "US"}, Codes: []uint32{2, 0, 1, 1, 2, 0}}},
 		{"dictionary with nulls", &Column{Type: store.TypeString, N: 4, Dict: []string{"", "x"}, Codes: []uint32{1, 0, 1, 0}, Nulls: nullsOf(4, 1, 3)}},
 		{"plain", &Column{Type: store.TypeString, N: len(many), Strs: many}},
+		{"uuids", &Column{Type: store.TypeString, N: 3, Strs: []string{"0f8e2a1c-9b3d-4e5f-a6b7-c8d9e0f1a2b3", "", "ffffffff-0000-4000-8000-000000000001"}, Nulls: nullsOf(3, 1)}},
+		{"almost uuids (upper case)", &Column{Type: store.TypeString, N: 2, Strs: []string{"0f8e2a1c-9b3d-4e5f-a6b7-c8d9e0f1a2b3", "0F8E2A1C-9B3D-4E5F-A6B7-C8D9E0F1A2B3"}}},
 		{"integers", &Column{Type: store.TypeInteger, N: 5, Ints: []int64{-3, 0, 7, math.MaxInt64, math.MinInt64}}},
 		{"constant", &Column{Type: store.TypeInteger, N: 3, Ints: []int64{42, 42, 42}}},
 		{"rising timestamps", &Column{Type: store.TypeTimestamp, N: len(ramp), Ints: ramp}},

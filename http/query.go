@@ -37,27 +37,24 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request, c *call) er
 	if ok, wait := s.queryQuotas.Allow(id.Client.ID, id.Client.Quota.RequestsPerMinute, 1); !ok {
 		return retryAfter{err: errf(store.CodeRateLimited, "this client's quota of %d queries a minute is spent", id.Client.Quota.RequestsPerMinute), after: wait}
 	}
-	raw, err := readBody(w, r)
-	if err != nil {
-		return err
-	}
-	setReadDeadline(w, time.Time{})
-	body, err := query.Decode(bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
 	caller := query.Caller{Client: id.Client}
 	if id.Key != nil {
 		caller.KeyModels = id.Key.Models
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.queryTimeout)
-	defer cancel()
-	start := time.Now()
-	res, form, err := s.query.Run(ctx, caller, body)
-	return s.answerQuery(w, form, start, res, err)
+	return s.serveQuery(w, r, func(ctx context.Context, body *query.Body) (*query.Result, string, error) {
+		return s.query.Run(ctx, caller, body)
+	})
 }
 
 func (s *Server) handleConsoleQuery(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.serveQuery(w, r, func(ctx context.Context, body *query.Body) (*query.Result, string, error) {
+		return s.query.RunConsole(ctx, c.project.ID, body)
+	})
+}
+
+// serveQuery reads and decodes a query body, runs it under the query deadline, counts it
+// and answers: the part the runtime and console routes share.
+func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, run func(context.Context, *query.Body) (*query.Result, string, error)) error {
 	raw, err := readBody(w, r)
 	if err != nil {
 		return err
@@ -70,11 +67,7 @@ func (s *Server) handleConsoleQuery(w http.ResponseWriter, r *http.Request, c *c
 	ctx, cancel := context.WithTimeout(r.Context(), s.queryTimeout)
 	defer cancel()
 	start := time.Now()
-	res, form, err := s.query.RunConsole(ctx, c.project.ID, body)
-	return s.answerQuery(w, form, start, res, err)
-}
-
-func (s *Server) answerQuery(w http.ResponseWriter, form string, start time.Time, res *query.Result, err error) error {
+	res, form, err := run(ctx, body)
 	if form != "" {
 		s.metrics.queried(form, time.Since(start).Seconds(), res)
 	}

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -953,25 +954,13 @@ func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*wareho
 			case "min", "max":
 				switch {
 				case c.Floats != nil:
-					v := c.Floats[r]
-					if first || v < st.minF {
-						st.minF = v
-					}
-					if first || v > st.maxF {
-						st.maxF = v
-					}
+					widen(first, c.Floats[r], &st.minF, &st.maxF)
 				case c.Ints != nil:
-					v := c.Ints[r]
-					if first || v < st.minI {
-						st.minI = v
-					}
-					if first || v > st.maxI {
-						st.maxI = v
-					}
+					widen(first, c.Ints[r], &st.minI, &st.maxI)
 				default:
 					v := c.Str(r)
 					if first || v < st.minS {
-						st.minS = strings.Clone(v)
+						st.minS = strings.Clone(v) // column strings live only as long as the part
 					}
 					if first || v > st.maxS {
 						st.maxS = strings.Clone(v)
@@ -1188,6 +1177,16 @@ func finalValue(a agg, st *aggState) any {
 	return nil
 }
 
+// widen stretches [lo, hi] to hold v (first: they hold nothing yet).
+func widen[T cmp.Ordered](first bool, v T, lo, hi *T) {
+	if first || v < *lo {
+		*lo = v
+	}
+	if first || v > *hi {
+		*hi = v
+	}
+}
+
 // compareValues orders output values: null first, false before true, numbers and
 // timestamps by value, strings byte-wise.
 func compareValues(a, b any) int {
@@ -1206,31 +1205,13 @@ func compareValues(a, b any) int {
 		return strings.Compare(x, y)
 	case Timestamp:
 		y, _ := b.(Timestamp)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x, y)
 	case int64:
 		y, _ := b.(int64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x, y)
 	case float64:
 		y, _ := b.(float64)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x, y)
 	case bool:
 		y, _ := b.(bool)
 		switch {

@@ -37,8 +37,8 @@ type Caller struct {
 	KeyModels []string
 }
 
-// body is a POST /query body: either {"api", "params"} or an ad-hoc query.
-type body struct {
+// Body is a POST /query body: either {"api", "params"} or an ad-hoc query.
+type Body struct {
 	API    string          `json:"api"`
 	Params map[string]any  `json:"params"`
 	Schema string          `json:"schema"`
@@ -53,7 +53,7 @@ const MaxBody = 1 << 20
 
 // Decode reads a query body. Unknown keys, a body that mixes the two forms, and JSON that
 // does not fit are a 400 naming what is wrong.
-func Decode(r io.Reader) (*body, error) {
+func Decode(r io.Reader) (*Body, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func Decode(r io.Reader) (*body, error) {
 	if err := json.Unmarshal(raw, &keys); err != nil || keys == nil {
 		return nil, store.Errorf(store.CodeInvalidJSON, "the body must be a JSON object: a query (CONTRACTS §5)")
 	}
-	var b body
+	var b Body
 	_, isAPI := keys["api"]
 	for k := range keys {
 		switch {
@@ -121,7 +121,7 @@ func jsonError(err error) error {
 // Run runs a runtime query for a query client: the ad-hoc form on its adhoc_models, the
 // API form on its analytics_apis, with its required filters ANDed in. Returns the form,
 // and validation_failed, forbidden, not_found, conflict (no active binding), unavailable.
-func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, error) {
+func (s *Service) Run(ctx context.Context, c Caller, b *Body) (*Result, string, error) {
 	qo := c.Client.QueryOptions
 	if qo == nil {
 		return nil, "", store.Errorf(store.CodeForbidden, "only query clients run queries")
@@ -142,7 +142,7 @@ func (s *Service) Run(ctx context.Context, c Caller, b *body) (*Result, string, 
 
 // RunConsole runs a query for a console user: any model or API of the project, without
 // required filters.
-func (s *Service) RunConsole(ctx context.Context, projectID string, b *body) (*Result, string, error) {
+func (s *Service) RunConsole(ctx context.Context, projectID string, b *Body) (*Result, string, error) {
 	if b.API != "" {
 		res, err := s.runAPI(ctx, projectID, b, nil, nil, nil)
 		return res, FormAPI, err
@@ -151,7 +151,7 @@ func (s *Service) RunConsole(ctx context.Context, projectID string, b *body) (*R
 	return res, FormAdhoc, err
 }
 
-func (s *Service) runAdhoc(ctx context.Context, projectID string, b *body, required []store.Filter) (*Result, error) {
+func (s *Service) runAdhoc(ctx context.Context, projectID string, b *Body, required []store.Filter) (*Result, error) {
 	m, err := s.Store.ModelByKey(projectID, b.Schema)
 	if store.IsCode(err, store.CodeNotFound) {
 		return nil, store.Invalid(store.FieldError{Field: "schema", Message: fmt.Sprintf("%q is not a model of this project", b.Schema)})
@@ -183,7 +183,7 @@ func unprefix(errs []store.FieldError) []store.FieldError {
 
 // runAPI runs an Analytics API. keyModels, when not empty, are the models the caller's key
 // is narrowed to: an API reading another model is as closed to it as that model is.
-func (s *Service) runAPI(ctx context.Context, projectID string, b *body, required []store.Filter, keyModels []string, allowed func(string) bool) (*Result, error) {
+func (s *Service) runAPI(ctx context.Context, projectID string, b *Body, required []store.Filter, keyModels []string, allowed func(string) bool) (*Result, error) {
 	api, err := s.Store.AnalyticsAPIByKey(projectID, b.API)
 	if err != nil {
 		return nil, err

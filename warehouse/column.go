@@ -1,6 +1,7 @@
 package warehouse
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -131,29 +132,11 @@ func (c *Column) stats() Stats {
 		case c.Codes != nil:
 			// sorted dictionary: the ends are known below
 		case c.Type == store.TypeString:
-			v := c.Strs[i]
-			if first || v < s.Min {
-				s.Min = v
-			}
-			if first || v > s.Max {
-				s.Max = v
-			}
+			widen(first, c.Strs[i], &s.Min, &s.Max)
 		case c.Ints != nil:
-			v := c.Ints[i]
-			if first || v < s.IMin {
-				s.IMin = v
-			}
-			if first || v > s.IMax {
-				s.IMax = v
-			}
+			widen(first, c.Ints[i], &s.IMin, &s.IMax)
 		case c.Floats != nil:
-			v := c.Floats[i]
-			if first || v < s.FMin {
-				s.FMin = v
-			}
-			if first || v > s.FMax {
-				s.FMax = v
-			}
+			widen(first, c.Floats[i], &s.FMin, &s.FMax)
 		}
 		first = false
 	}
@@ -162,6 +145,16 @@ func (c *Column) stats() Stats {
 		s.Min, s.Max = c.Dict[0], c.Dict[len(c.Dict)-1]
 	}
 	return s
+}
+
+// widen stretches [lo, hi] to hold v (first: they hold nothing yet).
+func widen[T cmp.Ordered](first bool, v T, lo, hi *T) {
+	if first || v < *lo {
+		*lo = v
+	}
+	if first || v > *hi {
+		*hi = v
+	}
 }
 
 // encode returns the column's bytes.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -274,18 +276,16 @@ type group struct {
 }
 
 type aggState struct {
-	n        int64 // values seen (rows for count())
-	sumF     float64
-	sumI     int64
-	intOnly  bool
-	overflow bool
-	minI     int64
-	maxI     int64
-	minF     float64
-	maxF     float64
-	minS     string
-	maxS     string
-	set      map[any]struct{}
+	n    int64 // values seen (rows for count())
+	sumF float64
+	sumI i128 // integer sums are exact: the answer does not depend on the order
+	minI int64
+	maxI int64
+	minF float64
+	maxF float64
+	minS string
+	maxS string
+	set  map[any]struct{}
 }
 
 type pickedRow struct {
@@ -592,9 +592,6 @@ func (e *exec) groupFor(key []any) (*group, error) {
 			"the query makes more than %d groups (the group cap): group by fewer or coarser fields, or narrow it with filters or a shorter time_range", e.p.caps.Groups)})
 	}
 	g := &group{key: slices.Clone(key), aggs: make([]aggState, len(e.p.aggs))}
-	for i := range g.aggs {
-		g.aggs[i].intOnly = true
-	}
 	e.groups[k] = g
 	return g, nil
 }
@@ -727,9 +724,8 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 			if (a.fn != "sum" && a.fn != "avg") || c == nil || c.Ints == nil || c.Type != store.TypeInteger {
 				continue
 			}
-			sums := make([]int64, radix)
+			sums := make([]i128, radix)
 			cnts := make([]int64, radix)
-			over := false
 			nulls := c.HasNulls()
 			for k, lk := range local {
 				r := k
@@ -739,17 +735,8 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 				if nulls && c.Null(r) {
 					continue
 				}
-				v := c.Ints[r]
-				s := sums[lk] + v
-				if (v > 0 && s < sums[lk]) || (v < 0 && s > sums[lk]) {
-					over = true
-					break
-				}
-				sums[lk] = s
+				sums[lk].add(c.Ints[r])
 				cnts[lk]++
-			}
-			if over {
-				continue // left to the row-by-row fold, which tracks overflow
 			}
 			folded[ai] = true
 			for lk, g := range dense {
@@ -758,12 +745,7 @@ func (e *exec) aggregate(rows int, sel []int32, load func(string) (*warehouse.Co
 				}
 				st := &g.aggs[ai]
 				st.n += cnts[lk]
-				s := st.sumI + sums[lk]
-				if (sums[lk] > 0 && s < st.sumI) || (sums[lk] < 0 && s > st.sumI) {
-					st.overflow = true
-				}
-				st.sumI = s
-				st.sumF += float64(sums[lk])
+				st.sumI.addI(sums[lk])
 			}
 		}
 		rest := false
@@ -918,13 +900,7 @@ func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*wareho
 					st.sumF += c.Floats[r]
 					continue
 				}
-				v := c.Ints[r]
-				s := st.sumI + v
-				if (v > 0 && s < st.sumI) || (v < 0 && s > st.sumI) {
-					st.overflow = true
-				}
-				st.sumI = s
-				st.sumF += float64(v)
+				st.sumI.add(c.Ints[r])
 			}
 			continue
 		}
@@ -941,15 +917,8 @@ func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*wareho
 			case "sum", "avg":
 				if c.Floats != nil {
 					st.sumF += c.Floats[r]
-					st.intOnly = false
 				} else {
-					v := c.Ints[r]
-					s := st.sumI + v
-					if (v > 0 && s < st.sumI) || (v < 0 && s > st.sumI) {
-						st.overflow = true
-					}
-					st.sumI = s
-					st.sumF += float64(v)
+					st.sumI.add(c.Ints[r])
 				}
 			case "min", "max":
 				switch {
@@ -1142,13 +1111,13 @@ func finalValue(a agg, st *aggState) any {
 	}
 	switch a.fn {
 	case "sum":
-		if a.typ == store.TypeInteger && !st.overflow {
-			return float64(st.sumI)
+		if a.typ == store.TypeInteger {
+			return st.sumI.float()
 		}
 		return st.sumF
 	case "avg":
-		if a.typ == store.TypeInteger && !st.overflow {
-			return float64(st.sumI) / float64(st.n)
+		if a.typ == store.TypeInteger {
+			return st.sumI.float() / float64(st.n)
 		}
 		return st.sumF / float64(st.n)
 	case "min", "max":
@@ -1175,6 +1144,36 @@ func finalValue(a agg, st *aggState) any {
 		return st.maxI
 	}
 	return nil
+}
+
+// i128 is a signed 128-bit integer: a sum of int64 values that cannot overflow (2^63 values
+// of any size fit), so an integer sum is exact and the same in any order.
+type i128 struct {
+	hi int64
+	lo uint64
+}
+
+func (x *i128) add(v int64) {
+	var carry uint64
+	x.lo, carry = bits.Add64(x.lo, uint64(v), 0)
+	x.hi += int64(carry) + v>>63 // v>>63 is v's sign extended into the high word
+}
+
+func (x *i128) addI(y i128) {
+	var carry uint64
+	x.lo, carry = bits.Add64(x.lo, y.lo, 0)
+	x.hi += y.hi + int64(carry)
+}
+
+// float rounds the sum to the nearest float64, once.
+func (x i128) float() float64 {
+	if (x.hi == 0 && x.lo < 1<<63) || (x.hi == -1 && x.lo >= 1<<63) {
+		return float64(int64(x.lo))
+	}
+	b := new(big.Int).Lsh(big.NewInt(x.hi), 64)
+	b.Add(b, new(big.Int).SetUint64(x.lo))
+	f, _ := new(big.Float).SetInt(b).Float64()
+	return f
 }
 
 // widen stretches [lo, hi] to hold v (first: they hold nothing yet).

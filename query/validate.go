@@ -14,6 +14,7 @@ import (
 
 	"lookout/cond"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
 // Aggregation functions and the field types each applies to (count needs no field).
@@ -26,12 +27,6 @@ var aggFns = map[string][]string{
 	"max":            {store.TypeString, store.TypeInteger, store.TypeNumber, store.TypeTimestamp},
 }
 
-// SystemFields are the fields every stored record has besides the model's own.
-var SystemFields = []store.Field{
-	{Name: "_received_at", Type: store.TypeTimestamp, Description: "when Lookout received the record"},
-	{Name: "_client_id", Type: store.TypeString, Description: "the ingest client that sent it"},
-}
-
 var columnPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 // fieldType returns the type of a model field or system field.
@@ -39,7 +34,7 @@ func fieldType(m *store.Model, name string) (string, bool) {
 	if f, ok := m.Field(name); ok {
 		return f.Type, true
 	}
-	for _, f := range SystemFields {
+	for _, f := range warehouse.SystemFields {
 		if f.Name == name {
 			return f.Type, true
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -37,6 +38,8 @@ type builder struct {
 	n     int
 	seen  []bool
 	next  int // the column the next key probably names
+	// unknown is a key of an added record that no column has (the schema is stale).
+	unknown string
 }
 
 type colBuilder struct {
@@ -113,6 +116,8 @@ func (b *builder) add(rec []byte) {
 			b.seen[c] = true
 			b.cols[c].set(b.n, rec[i:end])
 			b.next = c + 1
+		} else if !ok && b.unknown == "" {
+			b.unknown = strings.Clone(key)
 		}
 		i = end
 		if i < len(rec) && rec[i] == ',' {
@@ -197,6 +202,9 @@ func (c *colBuilder) set(row int, v []byte) {
 		if err != nil {
 			c.setNull(row)
 			return
+		}
+		if f == 0 {
+			f = 0 // -0 is 0: one group, one distinct value, whichever layer
 		}
 		c.floats = append(c.floats, f)
 	case store.TypeBoolean:

@@ -2,9 +2,11 @@ package warehouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -277,5 +279,110 @@ func TestRetentionDropsWholeBlocksAndOldLog(t *testing.T) {
 	}
 	if n, err := l.DropBefore(sealModel, t0.Add(7*day), 1000); n != 0 || err != nil {
 		t.Fatalf("a second pass dropped %d, %v", n, err)
+	}
+}
+
+// TestSealKeepsARecordThatArrivesInsideItsRange: a stream stamps every chunk with its
+// start, so a chunk committed while a block is built can land among the block's keys. The
+// seal goes ahead with exactly its records; the newcomer stays in the log and goes into the
+// next block (refusing the range instead let a long stream stop all sealing).
+func TestSealKeepsARecordThatArrivesInsideItsRange(t *testing.T) {
+	rs, err := OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	appendN(t, l, t0, 0, 50)
+	appendN(t, l, t0.Add(2*time.Second), 50, 50)
+	sealBuilt = func() { appendN(t, l, t0.Add(time.Second), 100, 10) } // between the two
+	n, err := l.Seal(sealModel, t0.Add(time.Hour), SealPolicy{MinAge: 0})
+	sealBuilt = nil
+	if n != 100 || err != nil {
+		t.Fatalf("seal with a record arriving inside the range: %d %v, want 100", n, err)
+	}
+	st, _ := l.Stats(sealModel.ID)
+	if st.SealedRecords != 100 || st.LogRecords != 10 {
+		t.Fatalf("after the seal: %+v (want 100 sealed, the 10 newcomers in the log)", st)
+	}
+	if n, err := l.Seal(sealModel, t0.Add(time.Hour), SealPolicy{MinAge: 0}); n != 10 || err != nil {
+		t.Fatalf("the next seal: %d %v", n, err)
+	}
+	st, _ = l.Stats(sealModel.ID)
+	if st.Records != 110 || st.LogRecords != 0 {
+		t.Fatalf("every record once: %+v", st)
+	}
+}
+
+// TestStatsCountOutOfOrderBatches: requests commit out of receive order (a stream, a slow
+// request), so key order and sequence order differ; the counts stay exact.
+func TestStatsCountOutOfOrderBatches(t *testing.T) {
+	rs, err := OpenRecordStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_order")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	appendN(t, l, t0.Add(time.Second), 0, 2)
+	appendN(t, l, t0, 2, 4) // received earlier, committed later
+	st, err := l.Stats(sealModel.ID)
+	n, _, berr := l.Backlog(sealModel.ID)
+	if err != nil || berr != nil || st.LogRecords != 6 || st.Records != 6 || n != 6 {
+		t.Fatalf("6 records: stats %+v, backlog %d (%v %v)", st, n, err, berr)
+	}
+}
+
+// TestCompactThatFailsLeavesTheFileInUse: a compaction that fails before its copy replaces
+// the file changes nothing: the old file stays open, writable and whole.
+func TestCompactThatFailsLeavesTheFileInUse(t *testing.T) {
+	dir := t.TempDir()
+	rs, err := OpenRecordStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	l, err := rs.Log("wh_cfail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	appendN(t, l, t0, 0, 100)
+	renameFile = func(string, string) error { return errors.New("disk said no") }
+	err = l.Compact()
+	renameFile = os.Rename
+	if err == nil {
+		t.Fatal("a compaction whose rename failed reported success")
+	}
+	appendN(t, l, t0.Add(time.Second), 100, 5)
+	if st, _ := l.Stats(sealModel.ID); st.Records != 105 {
+		t.Fatalf("after a failed compaction: %+v", st)
+	}
+	if _, err := os.Stat(l.path + compactSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the abandoned copy is left behind: %v", err)
+	}
+	if err := l.Compact(); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, t0.Add(2*time.Second), 105, 5)
+	if st, _ := l.Stats(sealModel.ID); st.Records != 110 {
+		t.Fatalf("after a compaction: %+v", st)
+	}
+	rs.Close()
+	rs2, _ := OpenRecordStore(dir)
+	defer rs2.Close()
+	l2, err := rs2.Log("wh_cfail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := l2.Stats(sealModel.ID); st.Records != 110 {
+		t.Fatalf("after reopening the compacted file: %+v", st)
 	}
 }

@@ -24,7 +24,7 @@ const compactSuffix = ".compact"
 func (l *RecordLog) FreeBytes() (size, free int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	fi, err := os.Stat(l.db.Path())
+	fi, err := os.Stat(l.path)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -35,6 +35,11 @@ func (l *RecordLog) FreeBytes() (size, free int64, err error) {
 // Compact rewrites the file without its free pages. Every other use of the file waits
 // while it runs (writes queue in the ingest writer; nothing fails), so callers compact
 // only when it pays: see CompactWorth.
+//
+// The copy is written beside the file, then renamed over it while still open, and becomes
+// the file in use: the lock passes from the old file to the new one with no moment in which
+// neither is held, nothing is reopened, and any failure before the rename leaves the old
+// file in use as it was.
 func (l *RecordLog) Compact() error {
 	// Only when the file is free this instant: waiting for the lock would queue every
 	// writer behind a long query (a waiting Lock blocks new RLocks).
@@ -42,41 +47,40 @@ func (l *RecordLog) Compact() error {
 		return errBusy
 	}
 	defer l.mu.Unlock()
-	path := l.db.Path()
-	tmp := path + compactSuffix
+	tmp := l.path + compactSuffix
 	_ = os.Remove(tmp)
 	dst, err := bolt.Open(tmp, 0o600, warehouseOptions())
 	if err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}
-	if err := bolt.Compact(dst, l.db, 64<<20); err != nil {
+	abandon := func(err error) error {
 		dst.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("compact: %w", err)
 	}
-	if err := dst.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("compact: %w", err)
+	if err := bolt.Compact(dst, l.db, 64<<20); err != nil {
+		return abandon(err)
 	}
-	if err := l.db.Close(); err != nil {
-		return fmt.Errorf("compact: %w", err)
+	if err := renameFile(tmp, l.path); err != nil {
+		return abandon(err)
 	}
-	renameErr := os.Rename(tmp, path)
-	if renameErr == nil {
-		renameErr = syncDir(filepath.Dir(path))
+	if err := syncDir(filepath.Dir(l.path)); err != nil {
+		// The rename happened; only its durability is in doubt, and both files are
+		// whole: use the new one.
+		err = fmt.Errorf("compact: sync directory: %w", err)
+		old := l.db
+		l.db = dst
+		old.Close()
+		return err
 	}
-	db, err := bolt.Open(path, 0o600, warehouseOptions())
-	if err != nil {
-		// The file (old or new, both whole) stays on disk; the next open uses it.
-		return fmt.Errorf("compact: reopen: %w", err)
-	}
-	l.db = db
-	if renameErr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("compact: %w", renameErr)
-	}
+	old := l.db
+	l.db = dst
+	_ = old.Close() // its file is unlinked: nothing of it is used again
 	return nil
 }
+
+// renameFile is os.Rename; tests make it fail.
+var renameFile = os.Rename
 
 // CompactWorth says whether a file of size with free bytes free is worth rewriting:
 // at least 32 MiB and half of it would come back.

@@ -119,6 +119,10 @@ func (s *Sealer) Pass(ctx context.Context) bool {
 				continue
 			}
 			n, err := l.Seal(m, now, s.Policy)
+			if errors.Is(err, ErrStaleModel) {
+				fileBusy = true // read the model again on the next pass, at once
+				continue
+			}
 			if err != nil {
 				s.Log.Error("sealer: seal", "model", id, "err", err)
 				continue

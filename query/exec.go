@@ -266,6 +266,7 @@ type exec struct {
 	seq         int
 	done        bool
 	pickedBytes int64
+	stateBytes  int64    // group keys and distinct strings held
 	sel         []int32  // selection scratch, reused part after part
 	local       []uint32 // local group ids scratch, likewise
 }
@@ -591,9 +592,32 @@ func (e *exec) groupFor(key []any) (*group, error) {
 		return nil, store.Invalid(store.FieldError{Field: "query.group_by", Message: fmt.Sprintf(
 			"the query makes more than %d groups (the group cap): group by fewer or coarser fields, or narrow it with filters or a shorter time_range", e.p.caps.Groups)})
 	}
-	g := &group{key: slices.Clone(key), aggs: make([]aggState, len(e.p.aggs))}
+	if err := e.hold(2 * int64(len(k))); err != nil {
+		return nil, err
+	}
+	g := &group{key: make([]any, len(key)), aggs: make([]aggState, len(e.p.aggs))}
+	for i, v := range key {
+		if s, ok := v.(string); ok {
+			v = strings.Clone(s) // column strings live only as long as their part
+		}
+		g.key[i] = v
+	}
 	e.groups[k] = g
 	return g, nil
+}
+
+// MaxStateBytes caps the memory a query's groups and count_distinct values may hold, beside
+// their counts: long strings would otherwise make the count caps meaningless.
+const MaxStateBytes = 256 << 20
+
+// hold accounts n more bytes of group and distinct state.
+func (e *exec) hold(n int64) error {
+	e.stateBytes += n
+	if e.stateBytes > MaxStateBytes {
+		return store.Invalid(store.FieldError{Field: "query.group_by", Message: fmt.Sprintf(
+			"the query's groups and distinct values would hold more than %d MiB (the memory cap): group by shorter or fewer fields, or narrow it with filters or a shorter time_range", MaxStateBytes>>20)})
+	}
+	return nil
 }
 
 // groupKey encodes a tuple of values unambiguously (types tagged, strings length-prefixed).
@@ -954,6 +978,9 @@ func (e *exec) fold(n int, row func(int) int, rowGroup []*group, acols []*wareho
 							"count_distinct would remember more than %d values (the distinct cap): narrow the query with filters or a shorter time_range, or group by fewer values", e.p.caps.Distinct)})
 					}
 					if s, ok := v.(string); ok {
+						if err := e.hold(int64(len(s)) + 32); err != nil {
+							return err
+						}
 						v = strings.Clone(s)
 					}
 					st.set[v] = struct{}{}

@@ -215,9 +215,10 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 			b := newBuilder(fields, 1024)
 			first := k
 			var last []byte
-			for ; k != nil && b.n < BlockRows; k, v = c.Next() {
+			for size := 0; k != nil && b.n < BlockRows && size < BlockBytes; k, v = c.Next() {
 				b.add(v)
 				last = k
+				size += len(v)
 			}
 			cols := b.finish()
 			b.release()
@@ -341,11 +342,12 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		}
 		// Decide before building anything: a young, short tail waits.
 		if now.Sub(RecordTime(k)) < policy.MinAge {
-			n := 0
-			for ck, _ := c.First(); ck != nil && n < BlockRows; ck, _ = c.Next() {
+			n, size := 0, 0
+			for ck, cv := c.First(); ck != nil && n < BlockRows && size < BlockBytes; ck, cv = c.Next() {
 				n++
+				size += len(cv)
 			}
-			if n < BlockRows {
+			if n < BlockRows && size < BlockBytes {
 				tooEarly = true
 				return nil
 			}
@@ -359,7 +361,7 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 					if err != nil {
 						return err
 					}
-					if meta.Rows < policy.MergeBelow {
+					if meta.Rows < policy.MergeBelow && meta.Bytes < BlockBytes/8 {
 						p := &Part{Meta: meta, tx: tx, l: l, model: m.ID, m: m}
 						old := make([]*Column, 0, len(fields))
 						for _, f := range fields {
@@ -377,7 +379,8 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		}
 		start := b.n
 		first = append([]byte(nil), k...)
-		for ; k != nil && b.n < BlockRows; k, v = c.Next() {
+		for size := 0; k != nil && b.n < BlockRows && size < BlockBytes; k, v = c.Next() {
+			size += len(v)
 			b.add(v)
 			keys = append(keys, k...)
 		}

@@ -45,6 +45,11 @@ import (
 // BlockRows is the most records a block holds.
 const BlockRows = 65536
 
+// BlockBytes bounds the stored records one block (or one chunk of the unsealed log read by
+// a query) is built from, so the memory of building it stays bounded however large the
+// records (up to 10 MB each), and string offsets stay far from their 4 GiB limit.
+const BlockBytes = 64 << 20
+
 // Column is one decoded column of a block.
 type Column struct {
 	Name string

@@ -92,14 +92,6 @@ func recordTimes(m *store.Model, cols []*Column) []int64 {
 	return out
 }
 
-// RecordTimeColumn is the column a model's record time comes from.
-func RecordTimeColumn(m *store.Model) string {
-	if m.TimestampField != "" {
-		return m.TimestampField
-	}
-	return "_received_at"
-}
-
 func newMeta(m *store.Model, cols []*Column, rows int) *BlockMeta {
 	meta := &BlockMeta{Rows: rows}
 	times := recordTimes(m, cols)

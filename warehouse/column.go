@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
@@ -707,6 +706,3 @@ func (r *reader) ints(rows int) []int64 {
 	}
 	return out
 }
-
-// bufPool recycles the scratch of column builders.
-var bufPool = sync.Pool{New: func() any { return new([]byte) }}

@@ -78,7 +78,10 @@ func newBenchQueryCommand() *cobra.Command {
 					return fmt.Errorf("ingest: %s", resp.Status)
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "ingested %d records in %s; waiting for the sealer\n", o.records, time.Since(start).Round(time.Millisecond))
+			ingestTime := time.Since(start)
+			held, _ := metricValue(fx.BaseURL, "lookout_warehouse_seal_write_seconds_total")
+			fmt.Fprintf(cmd.ErrOrStderr(), "ingested %d records in %s (sealing held the write lock %.2f s of it); waiting for the sealer\n",
+				o.records, ingestTime.Round(time.Millisecond), held)
 			deadline := time.Now().Add(o.sealWait)
 			for {
 				n, err := metricValue(fx.BaseURL, "lookout_warehouse_sealed_records_total")

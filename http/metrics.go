@@ -60,6 +60,10 @@ func newMetrics(storeSize func() float64, sealer *warehouse.Sealer) *metrics {
 			v := c.v
 			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(v()) }))
 		}
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "lookout_warehouse_seal_write_seconds_total",
+			Help: "Time sealing held warehouse files' write locks (ingest commits to those files wait meanwhile).",
+		}, sealer.Records.SealWriteSeconds))
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.records,
 		collectors.NewGoCollector(),

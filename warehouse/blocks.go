@@ -404,6 +404,8 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		meta.Cols[i].Bytes = len(encoded[i])
 		meta.Bytes += len(encoded[i])
 	}
+	writeStart := time.Now()
+	defer func() { l.sealWriteNanos.Add(time.Since(writeStart).Nanoseconds()) }()
 	err = l.update(func(tx *bolt.Tx) error {
 		lb := tx.Bucket([]byte(logPrefix + m.ID))
 		// Exactly the block's records leave the log. A record that arrived meanwhile with an

@@ -364,6 +364,16 @@ func (rs *RecordStore) OpenAll() error {
 	return nil
 }
 
+// SealWriteSeconds is how long sealing has held the write locks of the open warehouse
+// files, all told: time in which ingest commits to those files waited.
+func (rs *RecordStore) SealWriteSeconds() float64 {
+	var n int64
+	for _, l := range rs.open() {
+		n += l.sealWriteNanos.Load()
+	}
+	return float64(n) / 1e9
+}
+
 // open returns the open warehouse files.
 func (rs *RecordStore) open() []*RecordLog {
 	rs.mu.Lock()
@@ -431,6 +441,8 @@ type RecordLog struct {
 	cols   colCache
 	// lastAppend is when Append last committed (Unix ns), for the sealer's yielding.
 	lastAppend atomic.Int64
+	// sealWriteNanos is the time Seal has held the file's write lock, all told.
+	sealWriteNanos atomic.Int64
 }
 
 // view runs fn in a read transaction.

@@ -35,73 +35,21 @@ func TestIngestSurvivesSIGKILL(t *testing.T) {
 	ic := mk("/ingest-clients", map[string]any{"project_id": pid, "name": "c", "models": []string{"events"}})["id"].(string)
 	key := mk("/runtime-api-keys", map[string]any{"project_id": pid, "name": "k", "kind": "ingest", "client_id": ic})["key"].(string)
 
-	var mu sync.Mutex
 	acked := map[string][]byte{} // event_id -> the line as sent
 	attempted := 0
 	for round := 0; round < 20; round++ {
 		if round > 0 {
 			p = startServe(t, freeArgs(dir)...)
 		}
-		ingestURL := listenerURL(t, p, "ingest")
-		stop := make(chan struct{})
-		target, batches := 2+rand.IntN(12), 0 // acknowledged batches of 200 this round
-		reached := make(chan struct{})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					var body bytes.Buffer
-					lines := map[string][]byte{}
-					for i := 0; i < 200; i++ {
-						id := fmt.Sprintf("r%02d-g%d-b%05d-%03d", round, g, n, i)
-						line := fmt.Sprintf(`{"event_id":"%s","user_id":"u%d","kind":"view","amount":%d.5,"items":%d,"logged_in":true,"at":"2026-11-21T12:00:00Z"}`, id, i, i, i)
-						lines[id] = []byte(line)
-						body.WriteString(line + "\n")
-					}
-					req, _ := http.NewRequest("POST", ingestURL+"/ingest?schema=events", &body)
-					req.Header.Set("Authorization", "ApiKey "+key)
-					req.Header.Set("Content-Type", "application/x-ndjson")
-					mu.Lock()
-					attempted += len(lines)
-					mu.Unlock()
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return
-					}
-					var env struct {
-						Data struct{ Accepted int } `json:"data"`
-					}
-					json.NewDecoder(resp.Body).Decode(&env)
-					resp.Body.Close()
-					if resp.StatusCode == 202 && env.Data.Accepted == len(lines) {
-						mu.Lock()
-						for id, l := range lines {
-							acked[id] = l
-						}
-						if batches++; batches == target {
-							close(reached)
-						}
-						mu.Unlock()
-					}
-				}
-			}(g)
-		}
-		select {
-		case <-reached:
-		case <-p.exited:
-			t.Fatalf("serve exited: %v\n%s", p.waitErr, p.logs())
-		}
-		p.cmd.Process.Kill()
-		<-p.exited
-		close(stop)
-		wg.Wait()
+		// 2-13 acknowledged batches of 200 this round, then the kill.
+		attempted += streamUntilKilled(t, p, key, 200, 2+rand.IntN(12), func(g, n, i int) (string, string) {
+			id := fmt.Sprintf("r%02d-g%d-b%05d-%03d", round, g, n, i)
+			return id, fmt.Sprintf(`{"event_id":"%s","user_id":"u%d","kind":"view","amount":%d.5,"items":%d,"logged_in":true,"at":"2026-11-21T12:00:00Z"}`, id, i, i, i)
+		}, func(lines map[string]string) {
+			for id, l := range lines {
+				acked[id] = []byte(l)
+			}
+		})
 	}
 	// Read the warehouse file directly: every acknowledged record, exactly once, in the
 	// blocks or in the log; those still in the log byte for byte as sent.
@@ -152,6 +100,73 @@ func openWarehouse(t *testing.T, dataDir, id string) *warehouse.ReadOnlyLog {
 		l.Close()
 	})
 	return l
+}
+
+// streamUntilKilled sends NDJSON batches of perBatch records from 4 connections to p's
+// ingest listener and kills p with SIGKILL once target batches were acknowledged, so the
+// kill lands mid-stream whatever the machine's speed. line makes record i of batch n of
+// connection g and its unique event_id; acked gets each fully acknowledged batch
+// (event_id -> line), called from one goroutine at a time. It returns the records sent.
+func streamUntilKilled(t *testing.T, p *proc, key string, perBatch, target int, line func(g, n, i int) (id, record string), acked func(map[string]string)) int {
+	t.Helper()
+	ingestURL := listenerURL(t, p, "ingest")
+	var mu sync.Mutex
+	sent, batches := 0, 0
+	stop, reached := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var body bytes.Buffer
+				lines := map[string]string{}
+				for i := 0; i < perBatch; i++ {
+					id, l := line(g, n, i)
+					lines[id] = l
+					body.WriteString(l + "\n")
+				}
+				req, _ := http.NewRequest("POST", ingestURL+"/ingest?schema=events", &body)
+				req.Header.Set("Authorization", "ApiKey "+key)
+				req.Header.Set("Content-Type", "application/x-ndjson")
+				mu.Lock()
+				sent += len(lines)
+				mu.Unlock()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return
+				}
+				var env struct {
+					Data struct{ Accepted int } `json:"data"`
+				}
+				json.NewDecoder(resp.Body).Decode(&env)
+				resp.Body.Close()
+				if resp.StatusCode == 202 && env.Data.Accepted == len(lines) {
+					mu.Lock()
+					acked(lines)
+					if batches++; batches == target {
+						close(reached)
+					}
+					mu.Unlock()
+				}
+			}
+		}(g)
+	}
+	select {
+	case <-reached:
+	case <-p.exited:
+		t.Fatalf("serve exited: %v\n%s", p.waitErr, p.logs())
+	}
+	p.cmd.Process.Kill()
+	<-p.exited
+	close(stop)
+	wg.Wait()
+	return sent
 }
 
 // storedIDs reads every stored record of a model from both layers of a stopped server's
@@ -207,69 +222,20 @@ func TestSealingSurvivesSIGKILL(t *testing.T) {
 	qc := mk("/query-clients", map[string]any{"project_id": pid, "name": "q", "adhoc_models": []string{"events"}})["id"].(string)
 	qkey := mk("/runtime-api-keys", map[string]any{"project_id": pid, "name": "qk", "kind": "query", "client_id": qc})["key"].(string)
 
-	var mu sync.Mutex
-	acked := map[string]float64{}
+	acked := map[string]bool{}
 	for round := 0; round < 8; round++ {
 		if round > 0 {
 			p = startServe(t, freeArgs(dir)...)
 		}
-		ingestURL := listenerURL(t, p, "ingest")
-		stop := make(chan struct{})
-		target, batches := 20+rand.IntN(100), 0 // acknowledged batches of 1,000
-		reached := make(chan struct{})
-		var wg sync.WaitGroup
-		for g := 0; g < 4; g++ {
-			wg.Add(1)
-			go func(g int) {
-				defer wg.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					var body bytes.Buffer
-					lines := map[string]float64{}
-					for i := 0; i < 1000; i++ {
-						id := fmt.Sprintf("s%02d-g%d-b%05d-%03d", round, g, n, i)
-						amount := float64(i%97) + 0.25
-						lines[id] = amount
-						fmt.Fprintf(&body, `{"event_id":"%s","user_id":"u%d","kind":"view","country":"NL","amount":%g,"items":%d,"logged_in":true,"at":"2026-11-21T12:%02d:00Z"}`+"\n", id, i, amount, i, i%60)
-					}
-					req, _ := http.NewRequest("POST", ingestURL+"/ingest?schema=events", &body)
-					req.Header.Set("Authorization", "ApiKey "+key)
-					req.Header.Set("Content-Type", "application/x-ndjson")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return
-					}
-					var env struct {
-						Data struct{ Accepted int } `json:"data"`
-					}
-					json.NewDecoder(resp.Body).Decode(&env)
-					resp.Body.Close()
-					if resp.StatusCode == 202 && env.Data.Accepted == len(lines) {
-						mu.Lock()
-						for id, a := range lines {
-							acked[id] = a
-						}
-						if batches++; batches == target {
-							close(reached)
-						}
-						mu.Unlock()
-					}
-				}
-			}(g)
-		}
-		select {
-		case <-reached:
-		case <-p.exited:
-			t.Fatalf("serve exited: %v\n%s", p.waitErr, p.logs())
-		}
-		p.cmd.Process.Kill()
-		<-p.exited
-		close(stop)
-		wg.Wait()
+		// 20-119 acknowledged batches of 1,000: blocks are being sealed when the kill lands.
+		streamUntilKilled(t, p, key, 1000, 20+rand.IntN(100), func(g, n, i int) (string, string) {
+			id := fmt.Sprintf("s%02d-g%d-b%05d-%03d", round, g, n, i)
+			return id, fmt.Sprintf(`{"event_id":"%s","user_id":"u%d","kind":"view","country":"NL","amount":%g,"items":%d,"logged_in":true,"at":"2026-11-21T12:%02d:00Z"}`, id, i, float64(i%97)+0.25, i, i%60)
+		}, func(lines map[string]string) {
+			for id := range lines {
+				acked[id] = true
+			}
+		})
 	}
 	// The query runtime answers count and sum over both layers once more after a restart.
 	p = startServe(t, freeArgs(dir)...)

@@ -91,8 +91,8 @@ func FuzzParseTime(f *testing.F) {
 		if ok && us != tm.UnixMicro() {
 			t.Fatalf("parseRFC3339(%q) = %d, time.Parse gives %d", s, us, tm.UnixMicro())
 		}
-		if got, ok2 := parseTime(s); (err == nil) != ok2 || (ok2 && got != tm.UnixMicro()) {
-			t.Fatalf("parseTime(%q) = %d, %v; time.Parse gives %d, %v", s, got, ok2, tm.UnixMicro(), err)
+		if got, ok2 := ParseTime(s); (err == nil) != ok2 || (ok2 && got != tm.UnixMicro()) {
+			t.Fatalf("ParseTime(%q) = %d, %v; time.Parse gives %d, %v", s, got, ok2, tm.UnixMicro(), err)
 		}
 	})
 }

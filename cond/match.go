@@ -1,6 +1,7 @@
 package cond
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strings"
@@ -69,18 +70,6 @@ func (c *Condition) MatchString(s string) bool {
 		return false
 	}
 	switch c.op {
-	case opEq:
-		return s == c.str
-	case opNeq:
-		return s != c.str
-	case opGt:
-		return s > c.str
-	case opGte:
-		return s >= c.str
-	case opLt:
-		return s < c.str
-	case opLte:
-		return s <= c.str
 	case opContains:
 		return strings.Contains(s, c.str)
 	case opNotContains:
@@ -91,16 +80,8 @@ func (c *Condition) MatchString(s string) bool {
 		return strings.HasSuffix(s, c.str)
 	case opMatches:
 		return c.re.MatchString(s)
-	case opIn:
-		_, found := slices.BinarySearch(c.strs, s)
-		return found
-	case opNotIn:
-		_, found := slices.BinarySearch(c.strs, s)
-		return !found
-	case opExists:
-		return true
 	}
-	return false
+	return matchOrdered(c.op, s, c.str, c.strs)
 }
 
 // MatchInt evaluates the condition on an integer field's value. It is false for a field of
@@ -121,31 +102,7 @@ func (c *Condition) MatchTime(us int64) bool {
 	return c.matchInt(us)
 }
 
-func (c *Condition) matchInt(n int64) bool {
-	switch c.op {
-	case opEq:
-		return n == c.num
-	case opNeq:
-		return n != c.num
-	case opGt:
-		return n > c.num
-	case opGte:
-		return n >= c.num
-	case opLt:
-		return n < c.num
-	case opLte:
-		return n <= c.num
-	case opIn:
-		_, found := slices.BinarySearch(c.nums, n)
-		return found
-	case opNotIn:
-		_, found := slices.BinarySearch(c.nums, n)
-		return !found
-	case opExists:
-		return true
-	}
-	return false
-}
+func (c *Condition) matchInt(n int64) bool { return matchOrdered(c.op, n, c.num, c.nums) }
 
 // MatchFloat evaluates the condition on a number field's value. NaN, which JSON cannot
 // carry, matches nothing but exists. It is false for a field of another type.
@@ -159,25 +116,33 @@ func (c *Condition) MatchFloat(f float64) bool {
 	if math.IsNaN(f) {
 		return false
 	}
-	switch c.op {
+	return matchOrdered(c.op, f, c.flt, c.flts)
+}
+
+// matchOrdered evaluates the operators every ordered type shares: comparisons against operand,
+// membership in list (sorted), and exists.
+func matchOrdered[T cmp.Ordered](op opcode, v, operand T, list []T) bool {
+	switch op {
 	case opEq:
-		return f == c.flt
+		return v == operand
 	case opNeq:
-		return f != c.flt
+		return v != operand
 	case opGt:
-		return f > c.flt
+		return v > operand
 	case opGte:
-		return f >= c.flt
+		return v >= operand
 	case opLt:
-		return f < c.flt
+		return v < operand
 	case opLte:
-		return f <= c.flt
+		return v <= operand
 	case opIn:
-		_, found := slices.BinarySearch(c.flts, f)
+		_, found := slices.BinarySearch(list, v)
 		return found
 	case opNotIn:
-		_, found := slices.BinarySearch(c.flts, f)
+		_, found := slices.BinarySearch(list, v)
 		return !found
+	case opExists:
+		return true
 	}
 	return false
 }

@@ -94,7 +94,7 @@ func toFloat(v any) (float64, bool) {
 // epoch milliseconds.
 func toTime(v any) (int64, bool) {
 	if s, ok := v.(string); ok {
-		return parseTime(s)
+		return ParseTime(s)
 	}
 	if _, ok := v.(bool); ok {
 		return 0, false
@@ -106,12 +106,14 @@ func toTime(v any) (int64, bool) {
 	return ms * 1000, true
 }
 
-// parseTime parses an RFC 3339 timestamp to µs since the epoch, dropping digits below µs.
+// ParseTime parses an RFC 3339 timestamp to µs since the epoch, dropping digits below µs.
+// It is the one reading of timestamp strings: conditions, and the warehouse's columns and
+// record times, so a value and an operand always compare alike.
 // The common shapes are parsed by hand because time.Parse allocates a zone for every
 // numeric offset; anything else falls back to time.Parse, which stays the judge of what is
 // valid (ingest validates with it, and accepts a few more shapes such as a comma before the
 // fraction or a one-digit hour).
-func parseTime(s string) (int64, bool) {
+func ParseTime(s string) (int64, bool) {
 	if us, ok := parseRFC3339(s); ok {
 		return us, true
 	}

@@ -1,7 +1,6 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net/http"
@@ -60,7 +59,12 @@ func (s *Server) serveQuery(w http.ResponseWriter, r *http.Request, run func(con
 		return err
 	}
 	setReadDeadline(w, time.Time{})
-	body, err := query.Decode(bytes.NewReader(raw))
+	// Duplicate keys are refused as on every other JSON route: one reader must not see
+	// a different query than another.
+	if err := checkDuplicateKeys(raw); err != nil {
+		return err
+	}
+	body, err := query.Decode(raw)
 	if err != nil {
 		return err
 	}
@@ -100,10 +104,11 @@ func (s *Server) handleProjectStats(w http.ResponseWriter, r *http.Request, c *c
 		for _, m := range models {
 			line := modelStats{ModelID: m.ID, ModelKey: m.Key, Status: m.Status}
 			data, err := s.records.Existing(m.WarehouseID)
-			if err != nil {
+			switch {
+			case errors.Is(err, warehouse.ErrNoFile): // no records yet: zero figures
+			case err != nil:
 				return err
-			}
-			if data != nil {
+			default:
 				if line.ModelStats, err = data.Stats(m.ID); err != nil {
 					return err
 				}

@@ -426,6 +426,7 @@ func TestQueryAPIForm(t *testing.T) {
 		{name: "not in analytics_apis", body: call("unlisted", nil), status: 403},
 		{name: "api plus filters", body: map[string]any{"api": "sales", "params": map[string]any{"country": "NL"}, "filters": []any{flt("tenant", "eq", "a")}}, status: 400, contains: []string{`"field":"filters"`}},
 		{name: "api plus schema", body: map[string]any{"api": "sales", "schema": "events"}, status: 400, contains: []string{`"field":"schema"`}},
+		{name: "a key twice", body: `{"schema":"events","schema":"notenant","aggregations":[{"fn":"count"}]}`, status: 400, contains: []string{`"code":"invalid_json"`, `schema`}, notContains: []string{`"rows"`}},
 		{name: "params without api", body: map[string]any{"schema": "events", "params": map[string]any{"country": "NL"}}, status: 400, contains: []string{`"field":"params"`}},
 		{name: "empty api", body: map[string]any{"api": ""}, status: 400, contains: []string{`"field":"api"`}},
 		{name: "api not a string", body: map[string]any{"api": 7}, status: 400, contains: []string{`"code":"invalid_json"`}},

@@ -238,34 +238,17 @@ func naiveValue(rec map[string]any, field, typ string) nval {
 	if !ok || v == nil {
 		return nval{null: true}
 	}
-	switch typ {
-	case store.TypeString:
-		return nval{kind: "s", s: v.(string)}
-	case store.TypeInteger:
-		n, _ := v.(json.Number).Int64()
-		return nval{kind: "i", i: n}
-	case store.TypeNumber:
-		f, _ := v.(json.Number).Float64()
-		return nval{kind: "f", f: f}
-	case store.TypeBoolean:
-		if v.(bool) {
-			return nval{kind: "b", i: 1}
-		}
-		return nval{kind: "b"}
-	case store.TypeTimestamp:
-		switch x := v.(type) {
-		case string:
-			at, _ := time.Parse(time.RFC3339Nano, x)
-			return nval{kind: "t", i: at.UnixMicro()}
-		case json.Number:
+	switch x := v.(type) {
+	case json.Number:
+		if typ == store.TypeTimestamp { // epoch milliseconds
 			ms, _ := x.Int64()
 			return nval{kind: "t", i: ms * 1000}
 		}
-	case store.TypeObject:
-		b, _ := json.Marshal(v)
+	case map[string]any:
+		b, _ := json.Marshal(x)
 		return nval{kind: "o", s: string(b)}
 	}
-	panic("unknown type " + typ)
+	return naiveOperand(typ, v)
 }
 
 func naiveOperand(typ string, v any) nval {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -52,12 +51,9 @@ var adhocKeys = []string{"select", "filters", "group_by", "aggregations", "order
 const MaxBody = 1 << 20
 
 // Decode reads a query body. Unknown keys, a body that mixes the two forms, and JSON that
-// does not fit are a 400 naming what is wrong.
-func Decode(r io.Reader) (*Body, error) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
-	if err != nil {
-		return nil, err
-	}
+// does not fit are a 400 naming what is wrong (the first such key in sorted order, so the
+// answer is the same every time).
+func Decode(raw []byte) (*Body, error) {
 	if len(raw) > MaxBody {
 		return nil, store.Errorf(store.CodeTooLarge, "the query body is over %d bytes", MaxBody)
 	}
@@ -67,7 +63,7 @@ func Decode(r io.Reader) (*Body, error) {
 	}
 	var b Body
 	_, isAPI := keys["api"]
-	for k := range keys {
+	for _, k := range sortedKeys(keys) {
 		switch {
 		case k == "api" || k == "params":
 			if !isAPI {
@@ -224,14 +220,13 @@ func (s *Service) exec(ctx context.Context, m *store.Model, warehouseID string, 
 		return nil, store.Errorf(store.CodeConflict, "warehouse %s is of type %s; queries run on embedded warehouses only in this version", wh.ID, wh.Type)
 	}
 	data, err := s.Records.Existing(warehouseID)
+	if errors.Is(err, warehouse.ErrNoFile) {
+		data, err = nil, nil // no records yet: the query runs over none
+	}
 	if err != nil {
 		return nil, err
 	}
-	res, err := Run(ctx, data, &Request{Model: m, Query: q, Required: required, Now: s.Now(), Caps: s.Caps})
-	if err != nil && errors.Is(err, context.Canceled) {
-		return nil, err
-	}
-	return res, err
+	return Run(ctx, data, &Request{Model: m, Query: q, Required: required, Now: s.Now(), Caps: s.Caps})
 }
 
 // Bind returns an Analytics API's query with the caller's params in place: each param

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -59,7 +58,7 @@ func FuzzDecode(f *testing.F) {
 	m := &store.Model{Key: "orders", Fields: []store.Field{{Name: "id", Type: store.TypeString}, {Name: "amount", Type: store.TypeNumber},
 		{Name: "country", Type: store.TypeString}, {Name: "at", Type: store.TypeTimestamp}}}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		body, err := Decode(bytes.NewReader(b))
+		body, err := Decode(b)
 		if err != nil || body.API != "" {
 			return
 		}

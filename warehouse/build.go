@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"lookout/cond"
 	"lookout/store"
 )
 
@@ -257,14 +258,7 @@ func ParseTimestamp(v []byte) (int64, bool) {
 		if !ok {
 			s = unescape(v)
 		}
-		if us, ok := parseUTC(s); ok {
-			return us, true
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return 0, false
-		}
-		return t.UnixMicro(), true
+		return cond.ParseTime(s)
 	}
 	ms, ok := parseInt(v)
 	if !ok {
@@ -277,84 +271,6 @@ func ParseTimestamp(v []byte) (int64, bool) {
 		return math.MinInt64, true
 	}
 	return ms * 1000, true
-}
-
-// parseUTC reads the common shape "2006-01-02T15:04:05[.fraction]Z" without time.Parse's
-// generality (the sealer reads two timestamps per record); anything else, or a field out of
-// range, is left to time.Parse.
-func parseUTC(s string) (int64, bool) {
-	if len(s) < 20 || s[len(s)-1] != 'Z' || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' {
-		return 0, false
-	}
-	num := func(a, b int) (int, bool) {
-		n := 0
-		for i := a; i < b; i++ {
-			c := s[i]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n, true
-	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 7)
-	day, ok3 := num(8, 10)
-	hour, ok4 := num(11, 13)
-	minute, ok5 := num(14, 16)
-	sec, ok6 := num(17, 19)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || year < 1 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || sec > 59 {
-		return 0, false
-	}
-	us := 0
-	if rest := s[19 : len(s)-1]; rest != "" {
-		if rest[0] != '.' || len(rest) < 2 || len(rest) > 10 {
-			return 0, false
-		}
-		frac, ok := num(20, len(s)-1)
-		if !ok {
-			return 0, false
-		}
-		for d := len(rest) - 1; d < 6; d++ {
-			frac *= 10
-		}
-		for d := len(rest) - 1; d > 6; d-- {
-			frac /= 10
-		}
-		us = frac
-	}
-	if day > daysIn(year, month) { // February 30th and the like: time.Parse refuses them
-		return 0, false
-	}
-	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
-	return secs*1_000_000 + int64(us), true
-}
-
-func daysIn(year, month int) int {
-	switch month {
-	case 2:
-		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil counts days from 1970-01-01 to a proleptic Gregorian date (Howard
-// Hinnant's algorithm): integer arithmetic instead of time.Date's generality.
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400 // y ≥ 0 here (years from 1 on), so / floors
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era*146097+doe) - 719468
 }
 
 // FormatTimestamp writes µs since the epoch as RFC 3339 in UTC, as queries return

@@ -196,23 +196,6 @@ func TestSealMergesAndCompacts(t *testing.T) {
 	}
 }
 
-// FuzzParseTimestamp: the fast path agrees with time.Parse on every string it accepts.
-func FuzzParseTimestamp(f *testing.F) {
-	for _, s := range []string{"2026-11-20T00:00:00Z", "2026-11-20T00:00:00.123Z", "2026-02-30T00:00:00Z", "2026-11-20T23:59:59.123456789Z", "2026-11-20T00:00:00+01:00"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		us, ok := parseUTC(s)
-		if !ok {
-			return
-		}
-		want, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil || want.UnixMicro() != us {
-			t.Fatalf("%q: fast %d, time.Parse %v %v", s, us, want.UnixMicro(), err)
-		}
-	})
-}
-
 // TestSealerYieldsToIngest: while a file takes records, a short backlog waits (ingest
 // keeps the cores); once the backlog reaches YieldBacklog the sealer seals anyway, so
 // sustained ingest cannot outrun it.

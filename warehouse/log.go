@@ -331,8 +331,11 @@ func expKey(at time.Time, key []byte) []byte {
 	return append(out, key...)
 }
 
+// ErrNoFile is returned by Existing for a warehouse nothing was ever written to.
+var ErrNoFile = errors.New("nothing was ever written to this warehouse")
+
 // Existing returns an embedded warehouse's file when it exists, opening it if needed, and
-// nil when nothing was ever written to that warehouse (a query must not create files).
+// ErrNoFile when it does not (a query or a stats read must not create files).
 func (rs *RecordStore) Existing(warehouseID string) (*RecordLog, error) {
 	rs.mu.Lock()
 	l := rs.logs[warehouseID]
@@ -344,7 +347,7 @@ func (rs *RecordStore) Existing(warehouseID string) (*RecordLog, error) {
 		return nil, fmt.Errorf("bad warehouse id %q", warehouseID)
 	}
 	if _, err := os.Stat(filepath.Join(rs.dir, warehouseID+".db")); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, ErrNoFile
 	}
 	return rs.Log(warehouseID)
 }

@@ -119,11 +119,9 @@ func (s *Sealer) Pass(ctx context.Context) bool {
 				continue
 			}
 			n, err := l.Seal(m, now, s.Policy)
-			if errors.Is(err, ErrStaleModel) {
-				fileBusy = true // read the model again on the next pass, at once
-				continue
-			}
 			if err != nil {
+				// ErrStaleModel included: the next pass reads the model again. Not counted as
+				// progress, so a record the model can never describe cannot spin the sealer.
 				s.Log.Error("sealer: seal", "model", id, "err", err)
 				continue
 			}

@@ -85,11 +85,16 @@ type Replay struct{ Body json.RawMessage }
 
 func (e *Replay) Error() string { return "idempotent replay" }
 
-// Committed is a batch handed to the OnCommit hook after it is durable.
+// Committed is a batch handed to the OnCommit hook after it is durable. Records are the
+// stored form of each record (compact JSON of the model's fields); the system fields they
+// all share are beside them.
 type Committed struct {
-	ProjectID string
-	ModelKey  string
-	Records   [][]byte
+	ProjectID  string
+	ModelKey   string
+	ReceivedAt time.Time
+	ClientID   string
+	IngestID   string
+	Records    [][]byte
 }
 
 // ErrMemory is returned when the process-wide budget for Idempotency-Key requests (held
@@ -532,7 +537,6 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		}
 	}
 	received := r.s.now().UTC()
-	sys := warehouse.SystemValues{ReceivedAt: received.Format("2006-01-02T15:04:05.000000Z"), ClientID: r.c.ClientID, IngestID: r.res.IngestID}
 	limit := r.chunkLimit()
 	for {
 		it, err := src.next()
@@ -563,17 +567,22 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 			r.recordError(it.pos, "schema", fmt.Sprintf("names %q but this request writes %q: one schema per request", schema, r.schema))
 			continue
 		}
-		if r.idemKey != nil && cap(r.arena)-len(r.arena) < len(it.raw)+sysRoom {
-			// An idempotent request holds every record until its commit: fill fixed
-			// blocks instead of letting append double (and copy) one ever larger array,
-			// which kept two or three times the records' size alive. A stored record is
-			// never longer than its raw form plus the system fields, so it fits its block.
+		if cap(r.arena)-len(r.arena) < len(it.raw)+1 {
+			// Records go into blocks that are never copied: letting append grow one array
+			// copied every record again and again (Go grows large slices by a quarter), and
+			// an idempotent request, which holds every record until its commit, kept two or
+			// three times their size alive. A stored record is never longer than its raw
+			// form, so it fits its block. Blocks double up to arenaBlock.
 			r.retired += int64(cap(r.arena))
-			r.arena = make([]byte, 0, max(idemBlock, len(it.raw)+sysRoom))
+			size := arenaBlock
+			if r.idemKey == nil {
+				size = min(max(2*cap(r.arena), 16<<10), arenaBlock)
+			}
+			r.arena = make([]byte, 0, max(size, len(it.raw)+1))
 		}
 		start := len(r.arena)
 		var ferrs []store.FieldError
-		r.arena, ferrs = r.validator.Validate(it.raw, r.arena, sys)
+		r.arena, ferrs = r.validator.Validate(it.raw, r.arena)
 		if len(ferrs) > 0 {
 			r.res.Rejected++
 			for _, fe := range ferrs {
@@ -591,7 +600,7 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 			}
 			continue
 		}
-		if len(r.recs) >= limit || len(r.arena) >= chunkBytes {
+		if len(r.recs) >= limit || r.recBytes >= chunkBytes {
 			if err := r.flush(received); err != nil {
 				return nil, err
 			}
@@ -671,8 +680,8 @@ func (r *run) flush(received time.Time) error {
 	if err := r.s.allowRecords(r.c, len(r.recs)); err != nil {
 		return err
 	}
-	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs}
-	p := &pending{batch: batch, stream: &r.stream, done: make(chan error, 1)}
+	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Entries: warehouse.EncodeEntries(r.recs, r.c.ClientID, r.res.IngestID)}
+	p := &pending{batch: batch, recs: r.recs, stream: &r.stream, done: make(chan error, 1)}
 	if err := r.w.enqueue(r.ctx, p); err != nil {
 		// Not queued, and nothing after it will be: the chunks queued before it still
 		// commit, in order, so what is stored stays a prefix.
@@ -680,7 +689,7 @@ func (r *run) flush(received time.Time) error {
 		return err
 	}
 	r.chunks = append(r.chunks, chunk{p: p, endPos: r.lastPos})
-	r.arena, r.recs, r.recBytes = nil, nil, 0
+	r.arena, r.recs, r.recBytes, r.retired = nil, nil, 0, 0
 	return nil
 }
 
@@ -694,10 +703,9 @@ func (r *run) settle() {
 		}
 		return
 	}
-	recs := c.p.batch.Records
-	r.committed += len(recs)
+	r.committed += len(c.p.recs)
 	r.resumeAt = c.endPos + 1
-	r.s.committed(r.c.ProjectID, r.model.Key, recs)
+	r.committedHook(c.p.batch.ReceivedAt, c.p.recs)
 }
 
 // wait waits for every queued chunk and returns the first failure.
@@ -765,12 +773,9 @@ func (r *run) releaseMemory() {
 // idemMemoryStep is how much of the budget an idempotent request takes at a time.
 const idemMemoryStep = 1 << 20
 
-// idemBlock is the size of the blocks an idempotent request's records are stored in;
-// sysRoom is what a stored record may need beyond its raw size (the system fields).
-const (
-	idemBlock = 1 << 20
-	sysRoom   = 256
-)
+// arenaBlock is the size of the blocks an idempotent request's records are stored in, and
+// the most a block of any other request grows to.
+const arenaBlock = 1 << 20
 
 // checkReplay answers a repeated Idempotency-Key from what was stored for it: the first
 // response when the request is the same, 422 when the key was used for another request.
@@ -806,7 +811,8 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Records: r.recs, IdemKey: r.idemKey, IdemHash: r.fp.sum(), IdemResponse: body}
+	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Entries: warehouse.EncodeEntries(r.recs, r.c.ClientID, r.res.IngestID),
+		IdemKey: r.idemKey, IdemHash: r.fp.sum(), IdemResponse: body}
 	if err := r.w.submit(r.ctx, batch); err != nil {
 		return nil, err
 	}
@@ -816,13 +822,15 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if batch.Duplicate != nil {
 		return nil, &Replay{Body: batch.Duplicate}
 	}
-	r.s.committed(r.c.ProjectID, r.model.Key, r.recs)
+	r.committedHook(received, r.recs)
 	return r.res, nil
 }
 
-func (s *Service) committed(projectID, modelKey string, recs [][]byte) {
-	if s.OnCommit != nil {
-		s.OnCommit(Committed{ProjectID: projectID, ModelKey: modelKey, Records: recs})
+// committedHook hands committed records to the OnCommit hook.
+func (r *run) committedHook(received time.Time, recs [][]byte) {
+	if r.s.OnCommit != nil {
+		r.s.OnCommit(Committed{ProjectID: r.c.ProjectID, ModelKey: r.model.Key, ReceivedAt: received,
+			ClientID: r.c.ClientID, IngestID: r.res.IngestID, Records: recs})
 	}
 }
 

@@ -45,13 +45,13 @@ func benchLog(b *testing.B, n int) *warehouse.RecordLog {
 			raw := fmt.Sprintf(`{"event":%q,"user_id":"user-%d","country":%q,"device":%q,"duration_ms":%d,"amount":%d.%02d,"success":%t,"ts":%q}`,
 				events[i*7%8], 100000+i*7919%900000, countries[i*13%30], devices[i%3], i*31%2000, i%500, i%100, i%3 != 0,
 				base.Add(time.Duration(i)*86400*time.Second/time.Duration(n)).Format("2006-01-02T15:04:05.000Z"))
-			out, errs := v.Validate([]byte(raw), nil, warehouse.SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)})
+			out, errs := v.Validate([]byte(raw), nil)
 			if len(errs) > 0 {
 				b.Fatal(errs)
 			}
 			recs = append(recs, out)
 		}
-		if err := l.Append([]*warehouse.AppendBatch{{ModelID: benchModel.ID, ReceivedAt: at, Records: recs}}); err != nil {
+		if err := l.Append([]*warehouse.AppendBatch{{ModelID: benchModel.ID, ReceivedAt: at, Records: recs, ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)}}); err != nil {
 			b.Fatal(err)
 		}
 		at = at.Add(time.Millisecond)

@@ -88,13 +88,13 @@ func loadDiff(t *testing.T, recs [][]byte, sealEvery int, sealAll bool) *warehou
 		end := min(start+97, len(recs))
 		var stored [][]byte
 		for k := start; k < end; k++ {
-			out, errs := v.Validate(recs[k], nil, warehouse.SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)})
+			out, errs := v.Validate(recs[k], nil)
 			if len(errs) > 0 {
 				t.Fatalf("record %d: %v", k, errs)
 			}
 			stored = append(stored, out)
 		}
-		if err := l.Append([]*warehouse.AppendBatch{{ModelID: diffModel.ID, ReceivedAt: at, Records: stored}}); err != nil {
+		if err := l.Append([]*warehouse.AppendBatch{{ModelID: diffModel.ID, ReceivedAt: at, Records: stored, ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)}}); err != nil {
 			t.Fatal(err)
 		}
 		at = at.Add(time.Millisecond)

@@ -45,13 +45,13 @@ func revAppend(t *testing.T, l *warehouse.RecordLog, m *store.Model, at time.Tim
 	v := warehouse.NewValidator(m)
 	var stored [][]byte
 	for _, r := range recs {
-		out, errs := v.Validate([]byte(r), nil, warehouse.SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: "ing_1"})
+		out, errs := v.Validate([]byte(r), nil)
 		if len(errs) > 0 {
 			t.Fatalf("%s: %v", r, errs)
 		}
 		stored = append(stored, out)
 	}
-	if err := l.Append([]*warehouse.AppendBatch{{ModelID: m.ID, ReceivedAt: at, Records: stored}}); err != nil {
+	if err := l.Append([]*warehouse.AppendBatch{{ModelID: m.ID, ReceivedAt: at, Records: stored, ClientID: "ic_1", IngestID: "ing_1"}}); err != nil {
 		t.Fatal(err)
 	}
 }

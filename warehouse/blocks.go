@@ -207,10 +207,21 @@ func (l *RecordLog) ReadParts(ctx context.Context, m *store.Model, fn func(p *Pa
 			b := newBuilder(fields, 1024)
 			first := k
 			var last []byte
-			for size := 0; k != nil && b.n < BlockRows && size < BlockBytes; k, v = c.Next() {
-				b.add(v)
-				last = k
-				size += len(v)
+			for size := 0; k != nil && size < BlockBytes; k, v = c.Next() {
+				n, raw, err := entryHeader(v)
+				if err != nil {
+					b.release()
+					return fmt.Errorf("log entry %x: %w", k, err)
+				}
+				if b.n > 0 && b.n+n > BlockRows { // parts hold whole entries
+					break
+				}
+				if err := b.addEntry(k, v); err != nil {
+					b.release()
+					return err
+				}
+				last = lastRecordKey(k, n)
+				size += raw
 			}
 			cols := b.finish()
 			b.release()
@@ -336,8 +347,12 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		if now.Sub(RecordTime(k)) < policy.MinAge {
 			n, size := 0, 0
 			for ck, cv := c.First(); ck != nil && n < BlockRows && size < BlockBytes; ck, cv = c.Next() {
-				n++
-				size += len(cv)
+				en, raw, err := entryHeader(cv)
+				if err != nil {
+					return fmt.Errorf("log entry %x: %w", ck, err)
+				}
+				n += en
+				size += raw
 			}
 			if n < BlockRows && size < BlockBytes {
 				tooEarly = true
@@ -371,10 +386,20 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 		}
 		start := b.n
 		first = append([]byte(nil), k...)
-		for size := 0; k != nil && b.n < BlockRows && size < BlockBytes; k, v = c.Next() {
-			size += len(v)
-			b.add(v)
+		for size := 0; k != nil && size < BlockBytes; k, v = c.Next() {
+			n, raw, err := entryHeader(v)
+			if err != nil {
+				return fmt.Errorf("log entry %x: %w", k, err)
+			}
+			if b.n > start && b.n+n > BlockRows { // a block holds whole entries
+				break
+			}
+			if err := b.addEntry(k, v); err != nil {
+				return err
+			}
+			size += raw
 			keys = append(keys, k...)
+			last = lastRecordKey(k, n)
 		}
 		newRecs = b.n - start
 		if b.unknown != "" {
@@ -382,7 +407,6 @@ func (l *RecordLog) Seal(m *store.Model, now time.Time, policy SealPolicy) (int,
 			// since): sealing it now would drop the value for good.
 			return fmt.Errorf("%w: a record has field %q", ErrStaleModel, b.unknown)
 		}
-		last = append([]byte(nil), keys[len(keys)-RecordKeySize:]...)
 		cols, rows = b.finish(), b.n
 		b.release()
 		return nil
@@ -498,9 +522,10 @@ func deleteBlock(mb, cb *bolt.Bucket, id uint64) error {
 	return nil
 }
 
-// Backlog returns how many records of the model wait in the log (counted from its pages)
-// and when the oldest was received.
-func (l *RecordLog) Backlog(modelID string) (int, time.Time, error) {
+// Backlog returns how many records of the model wait in the log, counting no further
+// than atLeast (the sealer only asks whether the backlog is that long: counting stops
+// there, so the answer costs a few entries' headers), and when the oldest was received.
+func (l *RecordLog) Backlog(modelID string, atLeast int) (int, time.Time, error) {
 	var n int
 	var oldest time.Time
 	err := l.view(func(tx *bolt.Tx) error {
@@ -508,11 +533,17 @@ func (l *RecordLog) Backlog(modelID string) (int, time.Time, error) {
 		if lb == nil {
 			return nil
 		}
-		first, _ := lb.Cursor().First()
-		if first == nil {
-			return nil
+		c := lb.Cursor()
+		for k, v := c.First(); k != nil && n < atLeast; k, v = c.Next() {
+			if oldest.IsZero() {
+				oldest = RecordTime(k)
+			}
+			m, _, err := entryHeader(v)
+			if err != nil {
+				return fmt.Errorf("log entry %x: %w", k, err)
+			}
+			n += m
 		}
-		n, oldest = lb.Stats().KeyN, RecordTime(first)
 		return nil
 	})
 	return n, oldest, err
@@ -550,13 +581,17 @@ func (l *RecordLog) Stats(modelID string) (ModelStats, error) {
 			}
 		}
 		if lb := tx.Bucket([]byte(logPrefix + modelID)); lb != nil {
-			// Counted and sized from the pages (a walk over pages, not records): key
-			// order and sequence order differ when requests commit out of receive order.
+			// Counted from the entries' headers (an entry holds a chunk of records), sized
+			// as stored.
 			c := lb.Cursor()
-			if last, _ := c.Last(); last != nil {
-				st := lb.Stats()
-				s.LogRecords, s.LogBytes = st.KeyN, int64(st.LeafInuse)
-				if at := RecordTime(last); at.After(s.LastIngestAt) {
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				n, _, err := entryHeader(v)
+				if err != nil {
+					return fmt.Errorf("log entry %x: %w", k, err)
+				}
+				s.LogRecords += n
+				s.LogBytes += int64(len(k) + len(v))
+				if at := RecordTime(k); at.After(s.LastIngestAt) {
 					s.LastIngestAt = at
 				}
 			}
@@ -601,9 +636,13 @@ func (l *RecordLog) DropBefore(m *store.Model, cutoff time.Time, limit int) (int
 			end := blockKey(uint64(cut))
 			var keys []byte
 			c := lb.Cursor()
-			for k, _ := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && dropped < limit; k, _ = c.Next() {
+			for k, v := c.First(); k != nil && bytes.Compare(k[:8], end) < 0 && dropped < limit; k, v = c.Next() {
+				n, _, err := entryHeader(v)
+				if err != nil {
+					return fmt.Errorf("log entry %x: %w", k, err)
+				}
 				keys = append(keys, k...)
-				dropped++
+				dropped += n
 			}
 			if err := deleteKeys(lb, keys); err != nil {
 				return err

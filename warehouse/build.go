@@ -2,7 +2,9 @@ package warehouse
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -41,6 +43,10 @@ type builder struct {
 	next  int // the column the next key probably names
 	// unknown is a key of an added record that no column has (the schema is stale).
 	unknown string
+	// sys are the columns of _received_at, _client_id and _ingest_id (-1: none), which a
+	// log entry gives once for all its records.
+	sys    [3]int
+	reader entryReader
 }
 
 type colBuilder struct {
@@ -57,9 +63,14 @@ type colBuilder struct {
 var colBuilders = sync.Pool{New: func() any { return new(colBuilder) }}
 
 func newBuilder(fields []store.Field, capacity int) *builder {
-	b := &builder{index: make(map[string]int, len(fields)), seen: make([]bool, len(fields))}
+	b := &builder{index: make(map[string]int, len(fields)), seen: make([]bool, len(fields)), sys: [3]int{-1, -1, -1}}
 	for i, f := range fields {
 		b.index[f.Name] = i
+		for j, sf := range SystemFields {
+			if f.Name == sf.Name && f.Type == sf.Type {
+				b.sys[j] = i
+			}
+		}
 		c := colBuilders.Get().(*colBuilder)
 		c.name, c.typ = f.Name, f.Type
 		c.nulls, c.arena, c.ends, c.ints, c.floats = c.nulls[:0], c.arena[:0], c.ends[:0], c.ints[:0], c.floats[:0]
@@ -90,9 +101,46 @@ func (b *builder) release() {
 	b.cols = nil
 }
 
+// addEntry appends the records of one log value (entry.go); key is its log key.
+func (b *builder) addEntry(key, v []byte) error {
+	d := &b.reader
+	if err := d.decode(v); err != nil {
+		return fmt.Errorf("log entry %x: %w", key, err)
+	}
+	us := int64(binary.BigEndian.Uint64(key[:8]))
+	for {
+		rec, err := d.next()
+		if err != nil {
+			return fmt.Errorf("log entry %x: %w", key, err)
+		}
+		if rec == nil {
+			return nil
+		}
+		if d.legacy { // a record of format 3 or older: its system fields are inline
+			b.add(rec, false)
+			continue
+		}
+		b.add(rec, true)
+		row := b.n - 1
+		for j, id := range [3]string{"", d.clientID, d.ingestID} {
+			c := b.sys[j]
+			switch {
+			case c < 0:
+			case j == 0:
+				b.cols[c].ints = append(b.cols[c].ints, us)
+			case id == "":
+				b.cols[c].setNull(row)
+			default:
+				b.cols[c].appendStr(id)
+			}
+		}
+	}
+}
+
 // add appends one stored record. Fields the builder does not know are ignored (a record
-// never has one: records are validated against the model, and models only grow).
-func (b *builder) add(rec []byte) {
+// never has one: records are validated against the model, and models only grow). With
+// sysLater, the system columns are left for the caller to fill.
+func (b *builder) add(rec []byte, sysLater bool) {
 	clear(b.seen)
 	b.next = 0
 	i := 1 // past '{'
@@ -126,7 +174,7 @@ func (b *builder) add(rec []byte) {
 		}
 	}
 	for c, ok := range b.seen {
-		if !ok {
+		if !ok && !(sysLater && (c == b.sys[0] || c == b.sys[1] || c == b.sys[2])) {
 			b.cols[c].setNull(b.n)
 		}
 	}

@@ -22,10 +22,10 @@ import (
 // so a long ingest transaction never holds the control plane's write lock. In it:
 //
 //	log/<model id>   key: receive time (µs since the epoch, big-endian uint64) then a
-//	                 sequence number (big-endian uint64, the bucket's NextSequence), so a
-//	                 time range is a key range and a walk is a sequential read.
-//	                 value: the validated record as compact JSON, with "_received_at",
-//	                 "_client_id" and "_ingest_id" appended.
+//	                 sequence number (big-endian uint64), so a time range is a key range
+//	                 and a walk is a sequential read. value: a log entry, the records of
+//	                 one chunk of one request (entry.go); before format 4, one record as
+//	                 compact JSON with "_received_at", "_client_id" and "_ingest_id".
 //	idempotency      key: client id 0 Idempotency-Key. value: idemRecord JSON (the first
 //	                 response, the request's fingerprint and when it was stored); kept 24 h.
 //	idempotency_exp  key: expiry (µs, big-endian uint64) then the idempotency key; empty
@@ -35,7 +35,7 @@ import (
 //	                 without it is version 1.
 //	blockmeta/<model id>, blockcols/<model id>: the column blocks (blocks.go).
 //
-// Records are stored once, as validated; nothing is decoded to be written.
+// Records are stored as validated; nothing is decoded to be written.
 
 var (
 	bucketIdempotency    = []byte("idempotency")
@@ -48,8 +48,9 @@ var (
 // WarehouseVersion is the format version of the warehouse files this binary writes.
 // Version 2 renamed the system field ingest_id to _ingest_id and added idempotency_exp.
 // Version 3 added column blocks: a binary that knows only the log must refuse the file,
-// or sealed records would look lost to it.
-const WarehouseVersion = 3
+// or sealed records would look lost to it. Version 4 writes log entries of many records
+// (entry.go); older records stay as they are, and only an older binary must refuse.
+const WarehouseVersion = 4
 
 // RecordKeySize is the size of a record key: receive µs then sequence.
 const RecordKeySize = 16
@@ -194,8 +195,9 @@ func upgradeWarehouse(db *bolt.DB) error {
 			return err
 		}
 	}
-	if version < 3 { // blocks appear as the sealer writes them: nothing to convert
-		if err := db.Update(func(tx *bolt.Tx) error { return putVersion(tx.Bucket(bucketWarehouseMeta), 3) }); err != nil {
+	if version < WarehouseVersion { // 3: blocks appear as the sealer writes them; 4: both
+		// kinds of log value are read. Nothing to convert.
+		if err := db.Update(func(tx *bolt.Tx) error { return putVersion(tx.Bucket(bucketWarehouseMeta), WarehouseVersion) }); err != nil {
 			return err
 		}
 	}
@@ -466,7 +468,13 @@ func (l *RecordLog) update(fn func(tx *bolt.Tx) error) error {
 type AppendBatch struct {
 	ModelID    string
 	ReceivedAt time.Time
-	Records    [][]byte
+	// Entries are the records, encoded by EncodeEntries before the batch is queued (so the
+	// compression runs in the request's goroutine, not in the one that commits).
+	Entries []Entry
+	// Records, ClientID and IngestID are the plain form for tests and tools: when Entries
+	// is empty, Append encodes them itself.
+	Records            [][]byte
+	ClientID, IngestID string
 	// IdemKey, when set, makes the batch exactly-once: if the key was stored within
 	// IdempotencyTTL the records are not written and Duplicate receives the first response.
 	IdemKey      []byte
@@ -519,14 +527,20 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 				buckets[b.ModelID] = lb
 			}
 			us := uint64(b.ReceivedAt.UnixMicro())
-			for _, rec := range b.Records {
-				seq, err := lb.NextSequence()
-				if err != nil {
+			entries := b.Entries
+			if entries == nil {
+				entries = EncodeEntries(b.Records, b.ClientID, b.IngestID)
+			}
+			for _, e := range entries {
+				// The entry's records take the next e.n sequence numbers; the key names the
+				// first (entry.go).
+				seq := lb.Sequence() + 1
+				if err := lb.SetSequence(seq + uint64(e.n) - 1); err != nil {
 					return err
 				}
 				var k [RecordKeySize]byte
 				putKey(k[:], us, seq)
-				if err := lb.Put(k[:], rec); err != nil {
+				if err := lb.Put(k[:], e.value); err != nil {
 					return err
 				}
 			}
@@ -613,15 +627,16 @@ func RecordTime(key []byte) time.Time {
 	return time.UnixMicro(int64(binary.BigEndian.Uint64(key[:8]))).UTC()
 }
 
-// ScanPage is how many records one read transaction of Scan visits: short transactions
-// let writers reuse pages and keep the mmap from being pinned (bbolt caveats).
-const ScanPage = 4096
+// ScanPage is how many log entries one read transaction of Scan visits: short
+// transactions let writers reuse pages and keep the mmap from being pinned (bbolt caveats).
+const ScanPage = 256
 
-// Scan calls fn for every record of a model received in [from, to) in receive order; a
-// zero from or to leaves that end open. fn gets the key and value; both are valid only
-// during the call. Scan pages with short read transactions, so it sees records committed
-// while it runs up to where it has got. Returning a non-nil error from fn stops the scan
-// with that error.
+// Scan calls fn for every record of a model's log received in [from, to) in receive order;
+// a zero from or to leaves that end open. fn gets the record's key and the record as
+// compact JSON with its system fields; both are valid only during the call. Scan pages
+// with short read transactions, so it sees records committed while it runs up to where it
+// has got. Returning a non-nil error from fn stops the scan with that error. It is the
+// plain reading for tests and tools; queries read parts (ReadParts).
 func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []byte) error) error {
 	var start [RecordKeySize]byte
 	if !from.IsZero() {
@@ -634,6 +649,8 @@ func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []
 	}
 	cursor := start[:]
 	first := true
+	var d entryReader
+	var rec []byte
 	for {
 		var last []byte
 		n := 0
@@ -651,8 +668,28 @@ func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []
 				if end != nil && bytes.Compare(k[:8], end) >= 0 {
 					return nil
 				}
-				if err := fn(k, v); err != nil {
-					return err
+				if err := d.decode(v); err != nil {
+					return fmt.Errorf("log entry %x: %w", k, err)
+				}
+				us, seq := binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint64(k[8:])
+				received := FormatTimestampMicro(int64(us))
+				for i := uint64(0); ; i++ {
+					r, err := d.next()
+					if err != nil {
+						return fmt.Errorf("log entry %x: %w", k, err)
+					}
+					if r == nil {
+						break
+					}
+					if !d.legacy {
+						rec = append(append(rec[:0], r[:len(r)-1]...), appendSystem(nil, SystemValues{ReceivedAt: received, ClientID: d.clientID, IngestID: d.ingestID}, len(r) == 2)...)
+						r = rec
+					}
+					var rk [RecordKeySize]byte
+					putKey(rk[:], us, seq+i)
+					if err := fn(rk[:], r); err != nil {
+						return err
+					}
 				}
 				last = append(last[:0], k...)
 				n++
@@ -666,12 +703,27 @@ func (l *RecordLog) Scan(modelID string, from, to time.Time, fn func(key, rec []
 	}
 }
 
+// FormatTimestampMicro writes µs since the epoch as the system field _received_at is
+// written: RFC 3339 in UTC with exactly six fractional digits.
+func FormatTimestampMicro(us int64) string {
+	return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
 // Count returns how many records a model has in the log.
 func (l *RecordLog) Count(modelID string) (int, error) {
 	n := 0
 	err := l.view(func(tx *bolt.Tx) error {
-		if b := tx.Bucket([]byte(logPrefix + modelID)); b != nil {
-			n = b.Stats().KeyN
+		b := tx.Bucket([]byte(logPrefix + modelID))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			m, _, err := entryHeader(v)
+			if err != nil {
+				return fmt.Errorf("log entry %x: %w", k, err)
+			}
+			n += m
 		}
 		return nil
 	})
@@ -721,7 +773,20 @@ func (l *RecordLog) Check() []string {
 		for err := range tx.Check() {
 			out = append(out, err.Error())
 		}
+		var d entryReader
 		return tx.ForEach(func(name []byte, mb *bolt.Bucket) error {
+			if model, ok := bytes.CutPrefix(name, []byte(logPrefix)); ok {
+				return mb.ForEach(func(k, v []byte) error {
+					err := d.decode(v)
+					for r := []byte{}; err == nil && r != nil; {
+						r, err = d.next()
+					}
+					if err != nil {
+						out = append(out, fmt.Sprintf("model %s log entry %x: %v", model, k, err))
+					}
+					return nil
+				})
+			}
 			model, ok := bytes.CutPrefix(name, []byte(blockMetaPrefix))
 			if !ok {
 				return nil

@@ -89,12 +89,11 @@ func BenchmarkValidateRecord(b *testing.B) {
 	}
 	v := NewValidator(m)
 	raw := []byte(`{"event_id":"evt-00000001-xxxxxxxxxxxxxxxxxxxx","user_id":"user-000001","session":"sess-000000007919","kind":"page_view","country":"NL","path":"/shop/category/001/product/00001?ref=newsletter&utm=autumn-sale","amount":1.01,"items":1,"logged_in":true,"at":"2026-11-21T12:00:00.000Z"}`)
-	sys := SystemValues{ReceivedAt: "2026-11-21T12:00:00.000000Z", ClientID: "ic_01M7Z5A0597C36QRZ276CCF42C", IngestID: "ing_01M7Z5A0597C36QRZ276CCF42C"}
 	dst := make([]byte, 0, 1<<20)
 	b.SetBytes(int64(len(raw)))
 	b.ReportAllocs()
 	for n := 0; n < b.N; n++ {
-		out, errs := v.Validate(raw, dst[:0], sys)
+		out, errs := v.Validate(raw, dst[:0])
 		if len(errs) > 0 || len(out) == 0 {
 			b.Fatal(errs)
 		}
@@ -219,13 +218,13 @@ func BenchmarkSeal(b *testing.B) {
 			for i := start; i < start+1000; i++ {
 				raw := fmt.Sprintf(`{"ts":"2026-11-20T%02d:%02d:%02d.%03dZ","event":"e%d","user_id":"user-%d","session_id":"%08x-%04x-%04x-%04x-%012x","country":"C%d","device":"d%d","url":"https://shop.example/s%d/c%d/p%d?src=x%d&campaign=y%d","duration_ms":%d,"amount":%d.%02d,"success":%t}`,
 					i/3600%24, i/60%60, i%60, i%1000, i%8, 100000+i*7919%900000, i*2654435761, i%65536, i*7%65536, i*13%65536, i*40503, i%30, i%3, i%8, i%10, i*31%100000, i%6, i%6, i*17%3000, i%500, i%100, i%3 == 0)
-				out, errs := v.Validate([]byte(raw), nil, SystemValues{ReceivedAt: at.Format("2006-01-02T15:04:05.000000Z07:00"), ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)})
+				out, errs := v.Validate([]byte(raw), nil)
 				if len(errs) > 0 {
 					b.Fatal(errs)
 				}
 				recs = append(recs, out)
 			}
-			if err := l.Append([]*AppendBatch{{ModelID: m.ID, ReceivedAt: at, Records: recs}}); err != nil {
+			if err := l.Append([]*AppendBatch{{ModelID: m.ID, ReceivedAt: at, Records: recs, ClientID: "ic_1", IngestID: fmt.Sprintf("ing_%d", start)}}); err != nil {
 				b.Fatal(err)
 			}
 			at = at.Add(time.Millisecond)
@@ -254,7 +253,7 @@ func BenchmarkBuilderAdd(b *testing.B) {
 	for i := 0; i < 1000; i++ {
 		raw := fmt.Sprintf(`{"ts":"2026-11-20T%02d:%02d:%02d.%03dZ","event":"e%d","user_id":"user-%d","session_id":"%08x-%04x-%04x-%04x-%012x","country":"C%d","device":"d%d","url":"https://shop.example/s%d/c%d/p%d?src=x%d&campaign=y%d","duration_ms":%d,"amount":%d.%02d,"success":%t}`,
 			i/3600%24, i/60%60, i%60, i%1000, i%8, 100000+i*7919%900000, i*2654435761, i%65536, i*7%65536, i*13%65536, i*40503, i%30, i%3, i%8, i%10, i*31%100000, i%6, i%6, i*17%3000, i%500, i%100, i%3 == 0)
-		out, _ := v.Validate([]byte(raw), nil, SystemValues{ReceivedAt: "2026-11-20T00:00:00.000000Z", ClientID: "ic_1", IngestID: "ing_1"})
+		out, _ := v.Validate([]byte(raw), nil)
 		recs = append(recs, out)
 	}
 	fields := Schema(m)
@@ -265,6 +264,6 @@ func BenchmarkBuilderAdd(b *testing.B) {
 			bl.release()
 			bl = newBuilder(fields, BlockRows)
 		}
-		bl.add(recs[bl.n%1000])
+		bl.add(recs[bl.n%1000], false)
 	}
 }

@@ -45,7 +45,7 @@ func NewValidator(m *store.Model) *RecordValidator {
 	return v
 }
 
-// SystemValues are appended to every stored record.
+// SystemValues are the system fields of a record, as Scan writes them out.
 type SystemValues struct {
 	ReceivedAt string // RFC 3339 with microseconds
 	ClientID   string
@@ -306,8 +306,10 @@ func (s *jscan) container(dst []byte, depth int, closer byte) []byte {
 }
 
 // Validate checks one JSON object and, when it is valid, appends the record to store to
-// dst and returns it. A syntax error is returned as the only FieldError, with field "".
-func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]byte, []store.FieldError) {
+// dst and returns it: compact JSON of the model's fields (the system fields are kept once
+// per log entry, not per record). A stored record is never longer than raw. A syntax error
+// is returned as the only FieldError, with field "".
+func (v *RecordValidator) Validate(raw []byte, dst []byte) ([]byte, []store.FieldError) {
 	s := jscan{b: raw}
 	var errs []store.FieldError
 	s.ws()
@@ -433,7 +435,7 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte, sys SystemValues) ([]
 		store.SortFieldErrors(errs)
 		return dst[:start], errs
 	}
-	return appendSystem(dst, sys, first), nil
+	return append(dst, '}'), nil
 }
 
 // checkKind applies a field's type to a scanned value (raw is its compact JSON).

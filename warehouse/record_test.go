@@ -18,17 +18,15 @@ func testModel(unknown string) *store.Model {
 	}}
 }
 
-var sys = SystemValues{ReceivedAt: "2026-11-21T12:00:00.000001Z", ClientID: "ic_1", IngestID: "ing_1"}
-
 func TestRecordValidator(t *testing.T) {
 	v := NewValidator(testModel(store.UnknownReject))
 	for _, tc := range []struct {
 		in, want, bad string
 	}{
-		{`{"id":"1"}`, `{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
-		{` { "id" : "1" , "n" : 3, "o": { "k" : [1, 2, {"z": null}] } } `, `{"id":"1","n":3,"o":{"k":[1,2,{"z":null}]},"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
-		{`{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, `{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[],"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
-		{`{"id":"1","n":null}`, `{"id":"1","n":null,"_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}`, ""},
+		{`{"id":"1"}`, `{"id":"1"}`, ""},
+		{` { "id" : "1" , "n" : 3, "o": { "k" : [1, 2, {"z": null}] } } `, `{"id":"1","n":3,"o":{"k":[1,2,{"z":null}]}}`, ""},
+		{`{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, `{"id":"\u00e9\n","at":"2026-01-02T03:04:05.123Z","x":-1.5e3,"ok":false,"a":[]}`, ""},
+		{`{"id":"1","n":null}`, `{"id":"1","n":null}`, ""},
 		{`{"n":1}`, "", "id"},
 		{`{"id":"1","n":1.5}`, "", "n"},
 		{`{"id":"1","n":"1"}`, "", "n"},
@@ -45,7 +43,7 @@ func TestRecordValidator(t *testing.T) {
 		{`{"id":"1","x":01}`, "", "(syntax)"},
 		{`{"id":"1","o":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`, "", "(syntax)"},
 	} {
-		out, errs := v.Validate([]byte(tc.in), nil, sys)
+		out, errs := v.Validate([]byte(tc.in), nil)
 		if tc.bad == "" {
 			if len(errs) > 0 || string(out) != tc.want {
 				t.Errorf("%s:\n got %s %v\nwant %s", tc.in, out, errs, tc.want)
@@ -68,8 +66,8 @@ func TestRecordValidator(t *testing.T) {
 		}
 	}
 	d := NewValidator(testModel(store.UnknownDrop))
-	out, errs := d.Validate([]byte(`{"zz":{"deep":[1]},"id":"1","yy":2}`), []byte("prefix"), sys)
-	if len(errs) > 0 || string(out) != `prefix{"id":"1","_received_at":"2026-11-21T12:00:00.000001Z","_client_id":"ic_1","_ingest_id":"ing_1"}` {
+	out, errs := d.Validate([]byte(`{"zz":{"deep":[1]},"id":"1","yy":2}`), []byte("prefix"))
+	if len(errs) > 0 || string(out) != `prefix{"id":"1"}` {
 		t.Fatalf("drop: %s %v", out, errs)
 	}
 }
@@ -94,7 +92,7 @@ func FuzzValidatorsAgree(f *testing.F) {
 			mode = store.UnknownDrop
 		}
 		m := testModel(mode)
-		out, errs := NewValidator(m).Validate(raw, nil, sys)
+		out, errs := NewValidator(m).Validate(raw, nil)
 		if len(errs) == 0 && !json.Valid(out) {
 			t.Fatalf("accepted %q as invalid JSON %q", raw, out)
 		}

@@ -54,7 +54,7 @@ func (s *Sealer) yield(l *RecordLog, modelID string) bool {
 	if s.Yield <= 0 || time.Since(time.Unix(0, l.lastAppend.Load())) >= s.Yield {
 		return false
 	}
-	n, oldest, err := l.Backlog(modelID)
+	n, oldest, err := l.Backlog(modelID, s.YieldBacklog)
 	if err != nil || n == 0 {
 		return false
 	}

@@ -192,19 +192,15 @@ func (c *Column) encode() []byte {
 				p = binary.LittleEndian.AppendUint16(p, uint16(code))
 			}
 		}
-	case c.Type == store.TypeString && allUUIDs(c):
+	case c.Type == store.TypeString && c.N > 0 && c.Strs != nil:
+		if p = packUUIDs(c); p == nil {
+			kind = kindPlain
+			p = appendStrings(p, c.Strs[:c.N])
+			break
+		}
 		// Random ids do not compress (zstd gets hex to about half, at a real CPU cost);
 		// their 16 bytes are smaller still and cost nothing to write.
-		kind = kindUUID
-		p = make([]byte, 0, 16*c.N)
-		for i, s := range c.Strs[:c.N] {
-			if c.Null(i) {
-				p = append(p, make([]byte, 16)...)
-				continue
-			}
-			p = appendUUID(p, s)
-		}
-		out := []byte{kind}
+		out := []byte{kindUUID}
 		if c.Nulls != nil {
 			out[0] |= flagNulls
 			for _, w := range c.Nulls[:(c.N+63)/64] {
@@ -506,53 +502,49 @@ func decodeColumn(name, typ string, rows int, b []byte) (*Column, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// allUUIDs reports whether every non-null value is a lowercase 8-4-4-4-12 hex UUID (so
-// that formatting the 16 bytes gives back exactly the same string).
-func allUUIDs(c *Column) bool {
-	if c.N == 0 {
-		return false
+// hexValue maps a lowercase hex digit to its value and every other byte to 0xff.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
+	for i, c := range hexDigits {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+// packUUIDs returns the column's values as 16 bytes each (zeros for a null) when every
+// non-null value is a lowercase 8-4-4-4-12 hex UUID (so that formatting the 16 bytes gives
+// back exactly the same string), and nil otherwise. One pass checks and packs.
+func packUUIDs(c *Column) []byte {
+	var p []byte
 	for i, s := range c.Strs[:c.N] {
 		if c.Null(i) {
 			continue
 		}
 		if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-			return false
+			return nil
 		}
-		for j := 0; j < 36; j++ {
+		if p == nil { // only once a value looks like one: most string columns fail at once
+			p = make([]byte, 16*c.N)
+		}
+		b := p[16*i : 16*i+16]
+		k, bad := 0, byte(0)
+		for j := 0; j < 36; j += 2 {
 			if j == 8 || j == 13 || j == 18 || j == 23 {
+				j-- // the dash: the next pair starts one later
 				continue
 			}
-			if ch := s[j]; !(ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'f') {
-				return false
-			}
+			hi, lo := hexValue[s[j]], hexValue[s[j+1]]
+			bad |= hi | lo
+			b[k] = hi<<4 | lo&0x0f
+			k++
+		}
+		if bad&0xf0 != 0 {
+			return nil
 		}
 	}
-	return true
-}
-
-func appendUUID(p []byte, s string) []byte {
-	var b [16]byte
-	k := 0 // hex digits read
-	for j := 0; j < len(s); j++ {
-		if s[j] == '-' {
-			continue
-		}
-		if k%2 == 0 {
-			b[k/2] = unhex(s[j]) << 4
-		} else {
-			b[k/2] |= unhex(s[j])
-		}
-		k++
-	}
-	return append(p, b[:]...)
-}
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'a' + 10
+	return p
 }
 
 func formatUUID(dst, b []byte) {

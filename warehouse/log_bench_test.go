@@ -212,10 +212,10 @@ func BenchmarkSeal(b *testing.B) {
 	}
 	v := NewValidator(m)
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	fill := func(n int) {
-		for start := 0; start < n; start += 1000 {
+	fill := func(n int) { // in chunks of 1,024, so whole entries fill a block exactly
+		for start := 0; start < n; start += 1024 {
 			var recs [][]byte
-			for i := start; i < start+1000; i++ {
+			for i := start; i < start+1024; i++ {
 				raw := fmt.Sprintf(`{"ts":"2026-11-20T%02d:%02d:%02d.%03dZ","event":"e%d","user_id":"user-%d","session_id":"%08x-%04x-%04x-%04x-%012x","country":"C%d","device":"d%d","url":"https://shop.example/s%d/c%d/p%d?src=x%d&campaign=y%d","duration_ms":%d,"amount":%d.%02d,"success":%t}`,
 					i/3600%24, i/60%60, i%60, i%1000, i%8, 100000+i*7919%900000, i*2654435761, i%65536, i*7%65536, i*13%65536, i*40503, i%30, i%3, i%8, i%10, i*31%100000, i%6, i%6, i*17%3000, i%500, i%100, i%3 == 0)
 				out, errs := v.Validate([]byte(raw), nil)

@@ -20,7 +20,10 @@ var errBusy = errors.New("the file is in use")
 // compactSuffix names the copy being written; a leftover from a crash is removed at open.
 const compactSuffix = ".compact"
 
-// FreeBytes returns the file's size and how much of it is free pages.
+// FreeBytes returns the file's size and how much of it holds no live page: free pages and
+// the tail bbolt grows the file by ahead of use (up to 16 MiB at a time), which a compaction
+// gives back as well. Counting only free pages left a file whose log had been sealed just
+// short of CompactWorth's half, uncompacted, by the luck of where its tail ended.
 func (l *RecordLog) FreeBytes() (size, free int64, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -28,8 +31,13 @@ func (l *RecordLog) FreeBytes() (size, free int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	var used int64
+	if err := l.db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil }); err != nil {
+		return 0, 0, err
+	}
 	st := l.db.Stats()
-	return fi.Size(), int64(st.FreePageN+st.PendingPageN) * int64(l.db.Info().PageSize), nil
+	used -= int64(st.FreePageN+st.PendingPageN) * int64(l.db.Info().PageSize)
+	return fi.Size(), max(fi.Size()-used, 0), nil
 }
 
 // Compact rewrites the file without its free pages. Every other use of the file waits

@@ -20,6 +20,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"lookout/alerts"
 	"lookout/auth"
 	"lookout/ingest"
 	"lookout/limits"
@@ -30,6 +31,7 @@ import (
 
 // Server holds the services the handlers call and builds the listeners' handlers.
 type Server struct {
+	alerts  *alerts.Service
 	store   *store.Store
 	auth    *auth.Service
 	log     *slog.Logger
@@ -100,6 +102,8 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Sealer, when set, feeds the warehouse metrics.
 	Sealer *warehouse.Sealer
+	// Alerts is the alerting service; nil means one over Store with Now.
+	Alerts *alerts.Service
 }
 
 // NewServer returns a Server.
@@ -123,6 +127,10 @@ func NewServer(c Config) *Server {
 		registerLimit: limits.NewKeyed(10, time.Minute, c.Now),
 		ingest:        c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 		cursors: newCursorCodec(c.CursorKey),
+		alerts:  c.Alerts,
+	}
+	if s.alerts == nil {
+		s.alerts = &alerts.Service{Store: c.Store, Now: c.Now}
 	}
 	s.bodyReadTimeout, s.ingestReadIdle, s.ingestMinRate = c.BodyReadTimeout, c.IngestReadIdle, c.IngestMinRate
 	if s.bodyReadTimeout <= 0 {
@@ -178,6 +186,7 @@ func (s *Server) ConsoleHandler() http.Handler {
 	for _, b := range []base{consoleBase, managementBase} {
 		s.registerProjectRoutes(m, b)
 		s.registerResourceRoutes(m, b)
+		s.registerAlertRoutes(m, b)
 	}
 	return m.r
 }

@@ -53,6 +53,11 @@ var (
 	bucketBindings      = []byte("analytics_bindings.v1")    // binding id -> Binding JSON
 	bucketClientCAs     = []byte("client_cas.v1")            // CA id -> ClientCA JSON
 	bucketDiscovery     = []byte("discovery_sessions.v1")    // session id -> discoveryRecord JSON
+
+	// Alerts (CONTRACTS §6).
+	bucketAlerts      = []byte("alerts.v1")                // alert id -> Alert JSON
+	bucketChannels    = []byte("notification_channels.v1") // channel id -> channelRecord JSON (secrets sealed)
+	bucketSimulations = []byte("alert_simulations.v1")     // simulation id -> Simulation JSON; kept an hour
 )
 
 var (

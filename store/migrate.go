@@ -63,6 +63,15 @@ var migrations = []func(s *Store, tx *bolt.Tx) error{
 	// client's waiting session is indexed, so a capture no longer rewrites the previews
 	// nor reads every session of the project.
 	migrateDiscoveryPreviews,
+	// 6: alerts, notification channels and alert simulations.
+	func(s *Store, tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketAlerts, bucketChannels, bucketSimulations} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 }
 
 // SchemaVersion is the data-file version this binary writes.

@@ -45,6 +45,8 @@ var (
 	KindBinding    = Kind{"analytics binding", "bind_", bucketBindings}
 	KindClientCA   = Kind{"Client CA", "ca_", bucketClientCAs}
 	KindDiscovery  = Kind{"discovery session", "dsc_", bucketDiscovery}
+	KindAlert      = Kind{"alert", "alr_", bucketAlerts}
+	KindChannel    = Kind{"notification channel", "ch_", bucketChannels}
 )
 
 // byProjectKey is the by_project index key of a resource: kind prefix 0 project 0 id.

@@ -22,7 +22,7 @@ func (h *harness) alertFixtures(all, project string) alertFixtures {
 	a.slack = h.created(all, "/management/v1/notification-channels", map[string]any{"project_id": project, "name": "chat", "type": "slack", "enabled": false,
 		"config": map[string]any{"url": "https://chat.example/hooks/T000/B000/very-secret-token"}})
 	a.alert = h.created(all, "/management/v1/alerts", map[string]any{"project_id": project, "name": "Big Dutch orders", "model_key": "orders",
-		"conditions": []map[string]any{{"field": "amount", "operator": "gt", "value": 1000}, {"field": "country", "operator": "eq", "value": "NL"}},
+		"conditions":    []map[string]any{{"field": "amount", "operator": "gt", "value": 1000}, {"field": "country", "operator": "eq", "value": "NL"}},
 		"select_fields": []string{"id", "amount"}, "group_by": []string{"country"}, "severity": "critical", "channel_ids": []string{a.webhook}})
 	return a
 }

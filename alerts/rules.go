@@ -10,14 +10,12 @@ import (
 
 	"lookout/cond"
 	"lookout/store"
+	"lookout/warehouse"
 )
 
-// SystemFields are the system fields an alert may use beside the model's own
-// (_ingest_id is per request, never a useful condition or group).
-var SystemFields = []store.Field{
-	{Name: "_received_at", Type: store.TypeTimestamp, Description: "when Lookout received the record"},
-	{Name: "_client_id", Type: store.TypeString, Description: "the ingest client that sent it"},
-}
+// SystemFields are the system fields an alert may use beside the model's own: the
+// warehouse's, but _ingest_id (per request, never a useful condition or group).
+var SystemFields = slices.DeleteFunc(slices.Clone(warehouse.SystemFields), func(f store.Field) bool { return f.Name == "_ingest_id" })
 
 // governed returns the fields an alert on m may use, by name.
 func governed(m *store.Model) map[string]store.Field {

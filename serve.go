@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lookout/alerts"
 	"lookout/auth"
 	apphttp "lookout/http"
 	"lookout/ingest"
@@ -212,6 +213,7 @@ type Main struct {
 	Sealer  *warehouse.Sealer
 	Query   *query.Service
 	Auth    *auth.Service
+	Alerts  *alerts.Service
 	HTTP    *apphttp.Server
 
 	BaseURL, IngestURL, QueryURL string
@@ -274,6 +276,12 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	m.Ingest = ingest.New(m.Store, m.Records, m.Now, m.Log)
+	// alerts and ingest do not import each other: main hands the evaluator the post-commit
+	// hook.
+	m.Alerts = alerts.New(alerts.Config{Store: m.Store, Clock: alerts.ClockOf(m.Now), Log: m.Log})
+	m.Ingest.OnCommit = func(c ingest.Committed) {
+		m.Alerts.Match(alerts.Batch{ProjectID: c.ProjectID, ModelKey: c.ModelKey, ReceivedAt: c.ReceivedAt, ClientID: c.ClientID, Records: c.Records})
+	}
 	m.Ingest.SetLimits(m.opts.ingestLimits)
 	// Open (and upgrade) every warehouse file now, so that ready means ingest answers at
 	// once instead of after the first request opened the file under the writer's lock.
@@ -288,7 +296,7 @@ func (m *Main) Open() (err error) {
 		}}
 	m.Query = &query.Service{Store: m.Store, Records: m.Records, Now: m.Now, Caps: query.DefaultCaps}
 	m.HTTP = apphttp.NewServer(apphttp.Config{
-		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer,
+		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer, Alerts: m.Alerts,
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
@@ -310,6 +318,7 @@ func (m *Main) Open() (err error) {
 
 	m.flushStop, m.flushDone = make(chan struct{}), make(chan struct{})
 	go m.flushUsage()
+	m.Alerts.Start()
 	var sealCtx context.Context
 	sealCtx, m.sealStop = context.WithCancel(context.Background())
 	m.sealDone = make(chan struct{})
@@ -507,6 +516,13 @@ func (m *Main) Close(ctx context.Context) error {
 	}
 	if m.Ingest != nil {
 		m.Ingest.Close(ctx) // commits what is queued, until the shutdown deadline
+	}
+	if m.Alerts != nil {
+		// After ingest: the last commits' matches are written; sends under way get until
+		// the shutdown deadline, and those cut go out again after the next start.
+		if err := m.Alerts.Close(ctx); err != nil {
+			m.Log.Warn("alerts", "err", err)
+		}
 	}
 	if m.sealStop != nil {
 		m.sealStop() // a seal under way finishes its transaction first

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -28,7 +29,15 @@ type channelType interface {
 	parse(raw json.RawMessage, old map[string]string) (public any, secrets map[string]string, generated string, errs []store.FieldError)
 	// view merges the public part with the masked secrets, as reads show the config.
 	view(public json.RawMessage, secrets map[string]string) (map[string]any, error)
+	// send delivers one notice through the channel and says how it went.
+	send(ctx context.Context, d *Dispatcher, ch *store.Channel, n *Notice) result
 }
+
+var (
+	_ channelType = webhook{}
+	_ channelType = slack{}
+	_ channelType = email{}
+)
 
 var channelTypes = map[string]channelType{ChannelWebhook: webhook{}, ChannelSlack: slack{}, ChannelEmail: email{}}
 
@@ -199,6 +208,9 @@ func (s *Service) SetChannelEnabled(projectID, id string, enabled bool) (Channel
 	})
 	if err != nil {
 		return ChannelView{}, err
+	}
+	if enabled {
+		s.disp.release(id) // deliveries it held go now
 	}
 	return viewOf(c)
 }

@@ -2,19 +2,96 @@ package alerts
 
 import (
 	"bytes"
+	"context"
+	"crypto/x509"
 	"encoding/json"
+	"log/slog"
+	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"lookout/cond"
 	"lookout/store"
 )
 
-// Service is the alerting API over the store. Handlers call it; it holds the rules.
+// Service is the alerting API over the store. Handlers call it; it holds the rules, the
+// evaluator and the delivery queue.
 type Service struct {
 	Store *store.Store
 	Now   func() time.Time
+
+	eval     *Evaluator
+	disp     *Dispatcher
+	stop     context.CancelFunc
+	stopEval chan struct{}
+	done     sync.WaitGroup
 }
+
+// Config is what New needs. Only Store is required.
+type Config struct {
+	Store *store.Store
+	// Clock drives every alerting time (nil: the real clock).
+	Clock Clock
+	Log   *slog.Logger
+	// Client sends webhooks and Slack messages (nil: one with SendTimeout).
+	Client *http.Client
+	// RootCAs verifies SMTP servers' certificates at STARTTLS (nil: the system's).
+	RootCAs *x509.CertPool
+	// SendTimeout bounds one send attempt (0: 10 s).
+	SendTimeout time.Duration
+}
+
+// New returns the alerting service. Start runs its background work.
+func New(c Config) *Service {
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = 10 * time.Second
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: c.SendTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	s := &Service{Store: c.Store, Now: c.Clock.Now}
+	s.eval = newEvaluator(s, c.Log)
+	s.disp = newDispatcher(s, c)
+	return s
+}
+
+// Start runs the evaluator's flusher and the dispatcher until Close.
+func (s *Service) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop, s.stopEval = cancel, make(chan struct{})
+	s.done.Add(2)
+	go func() { defer s.done.Done(); s.eval.runFlusher(s.stopEval) }()
+	go func() { defer s.done.Done(); s.disp.Run(ctx) }()
+}
+
+// Close flushes the last matches, stops dispatching and waits for sends under way until
+// ctx ends (those cut go out again after the next start).
+func (s *Service) Close(ctx context.Context) error {
+	if s.stop == nil {
+		return nil
+	}
+	close(s.stopEval)
+	s.stop()
+	s.done.Wait()
+	return s.disp.Close(ctx)
+}
+
+// Match is ingest's post-commit hook (main hands it over): it evaluates a committed batch
+// against the enabled alerts of its model. It never fails and never writes.
+func (s *Service) Match(b Batch) { s.eval.Match(b) }
+
+// Evaluator returns the evaluator, for metrics and tests.
+func (s *Service) Evaluator() *Evaluator { return s.eval }
+
+// Dispatcher returns the delivery dispatcher, for metrics and tests.
+func (s *Service) Dispatcher() *Dispatcher { return s.disp }
 
 // The delivery policy's limits (spec §8), published in metadata.
 const (
@@ -227,7 +304,15 @@ func (s *Service) simulate(a *store.Alert, raw json.RawMessage, eventField strin
 	if len(a.ChannelIDs) > 0 && enabled == 0 {
 		out.Gates = append(out.Gates, Gate{Gate: "all_channels_disabled", Message: "every channel of the alert is disabled"})
 	}
-	out.WouldNotify = out.Matched && a.Enabled && enabled > 0
+	notify := out.Matched && a.Enabled && enabled > 0
+	if !draft && out.Matched {
+		held, err := s.incidentGates(a, groupJSON(a.GroupBy, ev), &out)
+		if err != nil {
+			return Simulation{}, err
+		}
+		notify = notify && !held
+	}
+	out.WouldNotify = notify
 	sim := store.Simulation{ProjectID: a.ProjectID, Draft: draft, RuleKey: a.RuleKey()}
 	if !draft {
 		sim.AlertID = a.ID
@@ -237,4 +322,57 @@ func (s *Service) simulate(a *store.Alert, raw json.RawMessage, eventField strin
 	}
 	out.SimulationID = sim.ID
 	return out, nil
+}
+
+// groupJSON is the group object of an event, the same bytes the evaluator builds from a
+// stored record.
+func groupJSON(names []string, ev map[string]any) []byte {
+	vals := make([][]byte, len(names))
+	slots := make([]int, len(names))
+	for i, n := range names {
+		slots[i] = i
+		if v, ok := ev[n]; ok && v != nil {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			if enc.Encode(v) == nil {
+				vals[i] = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+			}
+		}
+	}
+	return object(names, slots, vals)
+}
+
+// incidentGates adds the gates the live state would apply to a matching event: an incident
+// already open or acknowledged for its group, a channel's cooldown, a spent rate budget.
+// held reports that no notice would go at all.
+func (s *Service) incidentGates(a *store.Alert, group []byte, out *Simulation) (held bool, err error) {
+	var inc store.Incident
+	var open bool
+	if err := s.Store.ViewIncidents(func(t *store.IncidentTx) (err error) {
+		inc, open, err = t.OpenIncident(a.ID, group)
+		return err
+	}); err != nil {
+		return false, err
+	}
+	now := s.Now()
+	if open && inc.Status == store.IncidentAcknowledged {
+		out.Gates = append(out.Gates, Gate{Gate: "incident_acknowledged", Message: "incident " + inc.ID + " is acknowledged for this group: the event would be counted into it and nobody told until it is resolved"})
+		return true, nil
+	}
+	anyDue := !open
+	if open {
+		out.Gates = append(out.Gates, Gate{Gate: "incident_open", Message: "incident " + inc.ID + " is already open for this group: the event would be counted into it, and summarised at most once per cooldown"})
+	}
+	for _, id := range a.ChannelIDs {
+		if next, ok := inc.NextSummaryAt[id]; open && ok && next.After(now) {
+			out.Gates = append(out.Gates, Gate{Gate: "cooldown", ChannelID: id, Message: "the next summary to this channel goes no sooner than " + next.UTC().Format(time.RFC3339) + " (cooldown_seconds)"})
+		} else {
+			anyDue = true
+		}
+		if wait, scope := s.disp.budget(a.ProjectID, id); wait > 0 {
+			out.Gates = append(out.Gates, Gate{Gate: scope + "_rate_limit", ChannelID: id, Message: "the " + scope + "'s delivery budget is spent: a notice would wait about " + wait.Round(time.Second).String()})
+		}
+	}
+	return !anyDue, nil
 }

@@ -1,10 +1,15 @@
 package alerts
 
 import (
+	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"lookout/store"
@@ -103,4 +108,40 @@ func (webhook) view(public json.RawMessage, secrets map[string]string) (map[stri
 		headers[n] = mask(secrets["header:"+n])
 	}
 	return map[string]any{"url": p.URL, "headers": headers, "signing_secret": mask(secrets["signing_secret"])}, nil
+}
+
+// Sign returns the webhook-signature value of a Standard Webhooks message: v1, then the
+// base64 of HMAC-SHA256 keyed with the secret's bytes over id.timestamp.body.
+func Sign(key []byte, id, timestamp string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + timestamp + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+func (webhook) send(ctx context.Context, d *Dispatcher, ch *store.Channel, n *Notice) result {
+	var p struct {
+		URL         string   `json:"url"`
+		HeaderNames []string `json:"header_names"`
+	}
+	if err := json.Unmarshal(ch.Public, &p); err != nil {
+		return result{err: err, permanent: true}
+	}
+	key, ok := signingKey(ch.Secrets["signing_secret"])
+	if !ok {
+		return result{err: errors.New("the channel's signing secret is not a whsec_ secret"), permanent: true}
+	}
+	body := marshalNotice(n)
+	req, err := newRequest(ctx, p.URL, body)
+	if err != nil {
+		return result{err: err, permanent: true}
+	}
+	for _, h := range p.HeaderNames {
+		req.Header.Set(h, ch.Secrets["header:"+h])
+	}
+	ts := strconv.FormatInt(n.Timestamp.Unix(), 10)
+	req.Header.Set("Webhook-Id", n.DeliveryID)
+	req.Header.Set("Webhook-Timestamp", ts)
+	req.Header.Set("Webhook-Signature", Sign(key, n.DeliveryID, ts, body))
+	return d.post(req)
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -11,9 +13,9 @@ import (
 	"lookout/store"
 )
 
-// registerAlertRoutes mounts the spec's Alerts table (alerts, simulation, metadata and
-// notification channels) under one API root; scope family "alerts". Incidents and
-// deliveries come with the delivery queue.
+// registerAlertRoutes mounts the spec's Alerts table (alerts, simulation, metadata,
+// notification channels, incidents and deliveries) under one API root; scope family
+// "alerts".
 func (s *Server) registerAlertRoutes(m *mux, b base) {
 	st, al := s.store, s.alerts
 	r := func(method, path string, t target, kind store.Kind, h handler) route {
@@ -81,6 +83,48 @@ func (s *Server) registerAlertRoutes(m *mux, b base) {
 	r("POST", "/notification-channels/:id/disable", targetResourceAction, store.KindChannel, actionH(func(pid, id string) (alerts.ChannelView, error) {
 		return al.SetChannelEnabled(pid, id, false)
 	}))
+	r("POST", "/notification-channels/:id/test", targetResourceAction, store.KindChannel, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		d, err := al.TestChannel(c.project.ID, c.params.ByName("id"))
+		if err != nil {
+			return err
+		}
+		writeResource(w, http.StatusAccepted, d, d.Version)
+		return nil
+	})
+
+	r("GET", "/alert-incidents", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Incident, string, error) {
+		f := store.IncidentFilter{Status: q.Get("status"), Severity: q.Get("severity"), AlertID: q.Get("alert_id")}
+		if err := oneOf(q, "status", store.IncidentOpen, store.IncidentAcknowledged, store.IncidentResolved); err != nil {
+			return nil, "", err
+		}
+		if err := oneOf(q, "severity", store.SeverityInfo, store.SeverityWarning, store.SeverityCritical); err != nil {
+			return nil, "", err
+		}
+		return st.ListIncidents(pid, f, p)
+	}))
+	r("GET", "/alert-incidents/:id", targetResourceParam, store.KindIncident, getH(al.Incident))
+	r("POST", "/alert-incidents/:id/acknowledge", targetResourceAction, store.KindIncident, actionH(al.Acknowledge))
+	r("POST", "/alert-incidents/:id/resolve", targetResourceAction, store.KindIncident, actionH(al.Resolve))
+	r("GET", "/alert-deliveries", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Delivery, string, error) {
+		if err := oneOf(q, "status", store.DeliveryPending, store.DeliveryDelivering, store.DeliveryDelivered, store.DeliveryFailed, store.DeliveryDeadLetter); err != nil {
+			return nil, "", err
+		}
+		if err := oneOf(q, "kind", store.NoticeOpening, store.NoticeSummary, store.NoticeResolution, store.NoticeTest); err != nil {
+			return nil, "", err
+		}
+		return st.ListDeliveries(pid, store.DeliveryFilter{Status: q.Get("status"), Kind: q.Get("kind"), ChannelID: q.Get("channel_id"), IncidentID: q.Get("incident_id")}, p)
+	}))
+	r("GET", "/alert-deliveries/:id", targetResourceParam, store.KindDelivery, getH(al.Delivery))
+	r("POST", "/alert-deliveries/:id/retry", targetResourceAction, store.KindDelivery, actionH(al.RetryDelivery))
+}
+
+// oneOf checks an optional query parameter against its allowed values.
+func oneOf(q url.Values, name string, allowed ...string) error {
+	v := q.Get(name)
+	if v == "" || slices.Contains(allowed, v) {
+		return nil
+	}
+	return store.Invalid(store.FieldError{Field: name, Message: "must be one of " + strings.Join(allowed, ", ")})
 }
 
 // split serves pattern (ending in one :id segment) with the static route when the segment

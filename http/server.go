@@ -130,7 +130,7 @@ func NewServer(c Config) *Server {
 		alerts:  c.Alerts,
 	}
 	if s.alerts == nil {
-		s.alerts = &alerts.Service{Store: c.Store, Now: c.Now}
+		s.alerts = alerts.New(alerts.Config{Store: c.Store, Clock: alerts.ClockOf(c.Now), Log: c.Log})
 	}
 	s.bodyReadTimeout, s.ingestReadIdle, s.ingestMinRate = c.BodyReadTimeout, c.IngestReadIdle, c.IngestMinRate
 	if s.bodyReadTimeout <= 0 {

@@ -58,6 +58,15 @@ var (
 	bucketAlerts      = []byte("alerts.v1")                // alert id -> Alert JSON
 	bucketChannels    = []byte("notification_channels.v1") // channel id -> channelRecord JSON (secrets sealed)
 	bucketSimulations = []byte("alert_simulations.v1")     // simulation id -> Simulation JSON; kept an hour
+
+	// Incidents and the delivery queue (CONTRACTS §6).
+	bucketIncidents       = []byte("alert_incidents.v1")              // incident id -> Incident JSON
+	bucketIncidentsOpen   = []byte("alert_incidents_open.v1")         // alert id 0 group JSON -> incident id, while open or acknowledged
+	bucketOccurrences     = []byte("alert_occurrences.v1")            // incident id 0 big-endian uint64 number -> Occurrence JSON; the latest OccurrencesKept
+	bucketDeliveries      = []byte("alert_deliveries.v1")             // delivery id -> Delivery JSON
+	bucketDeliveryQueue   = []byte("alert_delivery_queue.v1")         // delivery id -> nil, while pending, delivering or failed
+	bucketDeliveriesByInc = []byte("alert_deliveries_by_incident.v1") // incident id 0 delivery id -> nil
+	bucketDeliveryMerge   = []byte("alert_delivery_merge.v1")         // incident id 0 channel id -> id of the unsent delivery new occurrences merge into
 )
 
 var (

@@ -196,7 +196,7 @@ func resourceBuckets() [][]byte {
 	return out
 }
 
-var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA, KindDiscovery, KindAlert, KindChannel}
+var resourceKinds = []Kind{KindModel, KindWarehouse, KindCredential, KindIngest, KindQuery, KindRuntimeKey, KindAPI, KindBinding, KindClientCA, KindDiscovery, KindAlert, KindChannel, KindIncident, KindDelivery}
 
 // checkResources verifies the project resources: the by_project index and each kind's
 // bucket agree both ways, key indexes are exact, references resolve, and no Analytics API

@@ -72,6 +72,15 @@ var migrations = []func(s *Store, tx *bolt.Tx) error{
 		}
 		return nil
 	},
+	// 7: incidents, their occurrences and the delivery queue.
+	func(s *Store, tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketIncidents, bucketIncidentsOpen, bucketOccurrences, bucketDeliveries, bucketDeliveryQueue, bucketDeliveriesByInc, bucketDeliveryMerge} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 }
 
 // SchemaVersion is the data-file version this binary writes.

@@ -47,6 +47,8 @@ var (
 	KindDiscovery  = Kind{"discovery session", "dsc_", bucketDiscovery}
 	KindAlert      = Kind{"alert", "alr_", bucketAlerts}
 	KindChannel    = Kind{"notification channel", "ch_", bucketChannels}
+	KindIncident   = Kind{"incident", "inc_", bucketIncidents}
+	KindDelivery   = Kind{"delivery", "dlv_", bucketDeliveries}
 )
 
 // byProjectKey is the by_project index key of a resource: kind prefix 0 project 0 id.

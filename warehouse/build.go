@@ -523,3 +523,40 @@ func dictionary(strs []string, rows int) ([]string, []uint32) {
 	}
 	return sorted, codes
 }
+
+// EachField calls fn with each top-level key of a stored record (compact JSON, validated at
+// ingest) and its raw value, in order, until fn returns false. key aliases rec: fn must not
+// keep it.
+func EachField(rec []byte, fn func(key string, raw []byte) bool) {
+	i := 1 // past '{'
+	for i < len(rec) && rec[i] == '"' {
+		keyEnd, escaped := skipString(rec, i)
+		var key string
+		if escaped {
+			key = unescape(rec[i:keyEnd])
+		} else if keyEnd-i > 2 {
+			key = unsafe.String(&rec[i+1], keyEnd-i-2)
+		}
+		i = keyEnd + 1 // past ':'
+		end := skipValue(rec, i)
+		if !fn(key, rec[i:end]) {
+			return
+		}
+		i = end
+		if i < len(rec) && rec[i] == ',' {
+			i++
+		}
+	}
+}
+
+// StringValue returns the string a raw JSON string value holds, and false for any other
+// value. Without escapes the string aliases raw.
+func StringValue(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return unsafe.String(unsafe.SliceData(raw[1:]), len(raw)-2), true
+	}
+	return unescape(raw), true
+}

@@ -356,6 +356,11 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 		}
 	}
 
+	return d.NextDue()
+}
+
+// NextDue returns when the next queued delivery falls due (false: none waits on time).
+func (d *Dispatcher) NextDue() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var next time.Time

@@ -213,7 +213,8 @@ func inProject(tx *bolt.Tx, k Kind, projectID, id string) bool {
 // another rule).
 func (s *Store) CreateAlert(projectID string, in AlertInput, rules AlertRules) (Alert, error) {
 	a := NewAlert(projectID, in)
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// updateRuntime: the evaluator recompiles a model's alerts when the generation moves.
+	err := s.updateRuntime(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketProjects).Get([]byte(projectID)) == nil {
 			return NotFound("project")
 		}
@@ -313,7 +314,7 @@ func (s *Store) SetAlertEnabled(projectID, id string, enabled bool) (Alert, erro
 // Archiving an archived alert returns it unchanged. Returns not_found.
 func (s *Store) ArchiveAlert(projectID, id string) (Alert, error) {
 	var a Alert
-	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+	err := s.updateRuntime(func(tx *bolt.Tx) (err error) {
 		if a, err = getInProject[Alert](tx, KindAlert, projectID, id); err != nil || a.Status == StatusArchived {
 			return err
 		}

@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -411,4 +413,27 @@ func listNewest[R any, PR interface {
 		return nil
 	})
 	return out, next, err
+}
+
+// AlertStateDigest returns a SHA-256 over every key and value of the incident, occurrence
+// and delivery buckets: equal digests mean byte-identical alerting state (simulation must
+// leave it so).
+func (s *Store) AlertStateDigest() (string, error) {
+	h := sha256.New()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketIncidents, bucketIncidentsOpen, bucketOccurrences, bucketDeliveries, bucketDeliveryQueue, bucketDeliveriesByInc, bucketDeliveryMerge} {
+			h.Write(name)
+			if err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(k))))
+				h.Write(k)
+				h.Write(binary.BigEndian.AppendUint32(nil, uint32(len(v))))
+				h.Write(v)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
 }

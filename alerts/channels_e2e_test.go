@@ -43,7 +43,9 @@ type sinkSession struct {
 	cur  sinkMsg
 }
 
-func (s *smtpSink) NewSession(c *smtp.Conn) (smtp.Session, error) { return &sinkSession{sink: s, conn: c}, nil }
+func (s *smtpSink) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &sinkSession{sink: s, conn: c}, nil
+}
 
 func (s *sinkSession) AuthMechanisms() []string { return []string{sasl.Plain} }
 func (s *sinkSession) Auth(mech string) (sasl.Server, error) {

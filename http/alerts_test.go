@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"lookout/alerts"
 	"lookout/auth"
+	"lookout/store"
 )
 
 // alertFixtures adds, to a resource harness's first project, a webhook channel, a disabled
 // slack channel and an alert on the orders model (fields id, amount, country, ts).
 type alertFixtures struct {
-	webhook, slack, alert string
+	webhook, slack, alert, incident, delivery string
 }
 
 func (h *harness) alertFixtures(all, project string) alertFixtures {
@@ -24,6 +26,20 @@ func (h *harness) alertFixtures(all, project string) alertFixtures {
 	a.alert = h.created(all, "/management/v1/alerts", map[string]any{"project_id": project, "name": "Big Dutch orders", "model_key": "orders",
 		"conditions":    []map[string]any{{"field": "amount", "operator": "gt", "value": 1000}, {"field": "country", "operator": "eq", "value": "NL"}},
 		"select_fields": []string{"id", "amount"}, "group_by": []string{"country"}, "severity": "critical", "channel_ids": []string{a.webhook}})
+	// A matching record opens an incident and queues its opening (to an unreachable URL: the
+	// dispatcher is not running here).
+	h.srv.alerts.Match(alerts.Batch{ProjectID: project, ModelKey: "orders", ReceivedAt: h.clock.Now(), ClientID: "ic_x",
+		Records: [][]byte{[]byte(`{"id":"o-1","amount":5000,"country":"NL"}`)}})
+	h.srv.alerts.Evaluator().Flush()
+	incs, _, err := h.st.ListIncidents(project, store.IncidentFilter{}, store.Page{Limit: 10})
+	if err != nil || len(incs) != 1 {
+		h.t.Fatalf("incidents %v %v", incs, err)
+	}
+	ds, _, err := h.st.ListDeliveries(project, store.DeliveryFilter{}, store.Page{Limit: 10})
+	if err != nil || len(ds) != 1 {
+		h.t.Fatalf("deliveries %v %v", ds, err)
+	}
+	a.incident, a.delivery = incs[0].ID, ds[0].ID
 	return a
 }
 
@@ -55,6 +71,14 @@ func TestAlertScopeMatrix(t *testing.T) {
 		{"PUT", "/notification-channels/" + a.webhook, map[string]any{"name": "c2", "config": map[string]any{"url": "https://x.example/h"}}},
 		{"POST", "/notification-channels/" + a.webhook + "/enable", nil},
 		{"POST", "/notification-channels/" + a.webhook + "/disable", nil},
+		{"POST", "/notification-channels/" + a.webhook + "/test", nil},
+		{"GET", "/alert-incidents?project_id=" + p, nil},
+		{"GET", "/alert-incidents/" + a.incident, nil},
+		{"POST", "/alert-incidents/" + a.incident + "/acknowledge", nil},
+		{"POST", "/alert-incidents/" + a.incident + "/resolve", nil},
+		{"GET", "/alert-deliveries?project_id=" + p, nil},
+		{"GET", "/alert-deliveries/" + a.delivery, nil},
+		{"POST", "/alert-deliveries/" + a.delivery + "/retry", nil},
 	}
 	read, write := h.token(w, []string{"alerts:read"}), h.token(w, []string{"alerts:write"})
 	other := h.token(w, []string{"models:read", "models:write"})
@@ -377,4 +401,50 @@ func TestChannels(t *testing.T) {
 			t.Fatalf("the secret came back on a read: %s", again)
 		}
 	})
+}
+
+// TestIncidentsAndDeliveries: incidents opened by matches are listed newest first with
+// their filters, read with occurrences and deliveries, acknowledged and resolved once each;
+// deliveries are read, listed, and retried only when failed; a channel test answers 202.
+func TestIncidentsAndDeliveries(t *testing.T) {
+	h, w, all, _ := newResourceHarness(t)
+	p := w.p1.ID
+	a := h.alertFixtures(all, p)
+	in, dl := "/management/v1/alert-incidents", "/management/v1/alert-deliveries"
+	var testDelivery string
+	for _, sc := range []scenario{
+		{name: "list", method: "GET", url: in + "?project_id=" + p, auth: all, status: 200, contains: []string{a.incident, `"status":"open"`, `"occurrences":1`, `"group":{"country":"NL"}`}},
+		{name: "list by status", method: "GET", url: in + "?status=resolved&project_id=" + p, auth: all, status: 200, notContains: []string{a.incident}},
+		{name: "list by severity", method: "GET", url: in + "?severity=critical&project_id=" + p, auth: all, status: 200, contains: []string{a.incident}},
+		{name: "list by alert", method: "GET", url: in + "?alert_id=" + a.alert + "&project_id=" + p, auth: all, status: 200, contains: []string{a.incident}},
+		{name: "list by another alert", method: "GET", url: in + "?alert_id=alr_01M7Z4MMBV5BFTG68JM01QSV4X&project_id=" + p, auth: all, status: 200, notContains: []string{a.incident}},
+		{name: "bad status", method: "GET", url: in + "?status=closed&project_id=" + p, auth: all, status: 400, contains: []string{`"field":"status"`}},
+		{name: "bad severity", method: "GET", url: in + "?severity=high&project_id=" + p, auth: all, status: 400, contains: []string{`"field":"severity"`}},
+		{name: "detail", method: "GET", url: in + "/" + a.incident, auth: all, status: 200, contains: []string{`"recent_occurrences":[{"number":1`, `"selected":{"id":"o-1","amount":5000}`, `"deliveries":[{"id":"` + a.delivery, `"kind":"opening"`, `"status":"pending"`}},
+		{name: "unknown incident", method: "GET", url: in + "/inc_01M7Z4MMBV5BFTG68JM01QSV4X", auth: all, status: 404},
+		{name: "delivery", method: "GET", url: dl + "/" + a.delivery, auth: all, status: 200, contains: []string{`"incident_id":"` + a.incident, `"channel_type":"webhook"`, `"attempts":0`}},
+		{name: "retry a pending delivery", method: "POST", url: dl + "/" + a.delivery + "/retry", auth: all, status: 409, contains: []string{"pending"}},
+		{name: "deliveries of the incident", method: "GET", url: dl + "?incident_id=" + a.incident + "&project_id=" + p, auth: all, status: 200, contains: []string{a.delivery}},
+		{name: "deliveries bad kind", method: "GET", url: dl + "?kind=page&project_id=" + p, auth: all, status: 400, contains: []string{`"field":"kind"`}},
+		{name: "acknowledge", method: "POST", url: in + "/" + a.incident + "/acknowledge", auth: all, status: 200, contains: []string{`"status":"acknowledged"`, `"acknowledged_at":"20`}},
+		{name: "acknowledge again", method: "POST", url: in + "/" + a.incident + "/acknowledge", auth: all, status: 409},
+		{name: "resolve", method: "POST", url: in + "/" + a.incident + "/resolve", auth: all, status: 200, contains: []string{`"status":"resolved"`, `"kind":"resolution"`}},
+		{name: "resolve again", method: "POST", url: in + "/" + a.incident + "/resolve", auth: all, status: 409},
+		{name: "acknowledge resolved", method: "POST", url: in + "/" + a.incident + "/acknowledge", auth: all, status: 409},
+		{name: "console list", method: "GET", url: "/api/v1/alert-incidents?project_id=" + p, auth: bearer(w.memberSes), status: 200, contains: []string{a.incident}},
+		{name: "channel test", method: "POST", url: "/management/v1/notification-channels/" + a.slack + "/test", auth: all, status: 202, contains: []string{`"kind":"test"`, `"status":"pending"`, `"channel_type":"slack"`}},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			r := h.run(t, sc)
+			if sc.name == "channel test" {
+				var d struct {
+					ID string `json:"id"`
+				}
+				r.data(t, &d)
+				testDelivery = d.ID
+			}
+		})
+	}
+	h.run(t, scenario{method: "GET", url: dl + "?kind=test&project_id=" + p, auth: all, status: 200, contains: []string{testDelivery}, notContains: []string{a.delivery}})
+	h.run(t, scenario{method: "GET", url: "/management/v1/alert-deliveries/" + testDelivery, auth: h.token(w, []string{"alerts:read"}, w.p2.ID), status: 404})
 }

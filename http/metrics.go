@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"lookout/alerts"
 	"lookout/query"
 	"lookout/warehouse"
 )
@@ -22,8 +23,11 @@ type metrics struct {
 	blocks   *prometheus.CounterVec
 }
 
-func newMetrics(storeSize func() float64, sealer *warehouse.Sealer) *metrics {
+func newMetrics(storeSize func() float64, sealer *warehouse.Sealer, al *alerts.Service) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
+	if al != nil {
+		m.reg.MustRegister(alertCollector{al})
+	}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lookout_http_requests_total",
 		Help: "HTTP requests answered, by listener, route pattern, method and status.",
@@ -112,4 +116,53 @@ func (m *metrics) queried(form string, seconds float64, res *query.Result) {
 		m.blocks.WithLabelValues("scanned").Add(float64(res.Stats.BlocksScanned))
 		m.blocks.WithLabelValues("skipped").Add(float64(res.Stats.BlocksSkipped))
 	}
+}
+
+// alertCollector reads the evaluator's counters and the delivery queue's state at scrape
+// time.
+type alertCollector struct{ al *alerts.Service }
+
+var (
+	alertDeliveriesDesc = prometheus.NewDesc("lookout_alert_deliveries_total",
+		"Delivery attempts that ended, by channel type and the status they left the delivery in (delivered, failed: retry scheduled, dead_letter).",
+		[]string{"channel_type", "status"}, nil)
+	alertQueueDesc = prometheus.NewDesc("lookout_alert_delivery_queue",
+		"Deliveries in the queue, by status (pending, delivering, failed).", []string{"status"}, nil)
+	alertOldestDesc = prometheus.NewDesc("lookout_alert_delivery_oldest_pending_seconds",
+		"Age of the oldest delivery waiting to go out (pending or failed); 0 when none waits.", nil, nil)
+	alertRecordsDesc = prometheus.NewDesc("lookout_alert_evaluated_records_total",
+		"Committed records checked against the enabled alerts of their model.", nil, nil)
+	alertMatchesDesc = prometheus.NewDesc("lookout_alert_matches_total",
+		"Matches of a record and an alert (occurrences).", nil, nil)
+	alertEvalDesc = prometheus.NewDesc("lookout_alert_evaluation_seconds_total",
+		"Time spent evaluating committed records; divide its rate by lookout_alert_evaluated_records_total's for the time per record.", nil, nil)
+	alertPerRecordDesc = prometheus.NewDesc("lookout_alert_evaluation_seconds_per_record",
+		"Average evaluation time per record since the start.", nil, nil)
+)
+
+func (alertCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{alertDeliveriesDesc, alertQueueDesc, alertOldestDesc, alertRecordsDesc, alertMatchesDesc, alertEvalDesc, alertPerRecordDesc} {
+		ch <- d
+	}
+}
+
+func (c alertCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.al.Dispatcher().Stats()
+	for k, v := range st.Outcomes {
+		ch <- prometheus.MustNewConstMetric(alertDeliveriesDesc, prometheus.CounterValue, float64(v), k[0], k[1])
+	}
+	for status, n := range st.Depth {
+		ch <- prometheus.MustNewConstMetric(alertQueueDesc, prometheus.GaugeValue, float64(n), status)
+	}
+	ch <- prometheus.MustNewConstMetric(alertOldestDesc, prometheus.GaugeValue, st.OldestPending.Seconds())
+	ev := c.al.Evaluator()
+	recs, nanos := ev.Records.Load(), ev.Nanos.Load()
+	ch <- prometheus.MustNewConstMetric(alertRecordsDesc, prometheus.CounterValue, float64(recs))
+	ch <- prometheus.MustNewConstMetric(alertMatchesDesc, prometheus.CounterValue, float64(ev.Matches.Load()))
+	ch <- prometheus.MustNewConstMetric(alertEvalDesc, prometheus.CounterValue, float64(nanos)/1e9)
+	per := 0.0
+	if recs > 0 {
+		per = float64(nanos) / 1e9 / float64(recs)
+	}
+	ch <- prometheus.MustNewConstMetric(alertPerRecordDesc, prometheus.GaugeValue, per)
 }

@@ -153,7 +153,7 @@ func NewServer(c Config) *Server {
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
 	}
-	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) }, c.Sealer)
+	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) }, c.Sealer, s.alerts)
 	if c.MetricsToken != "" {
 		sum := sha256.Sum256([]byte(c.MetricsToken))
 		s.metricsToken = sum[:]

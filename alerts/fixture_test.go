@@ -27,14 +27,14 @@ func ptr[T any](v T) *T { return &v }
 // fixture is a real store under t.TempDir() with one project and model "orders", and an
 // alerts Service on a fake clock whose dispatcher the test drives pass by pass.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	st      *store.Store
 	clock   *testclock.Clock
 	svc     *Service
 	project string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	clock := testclock.New()
 	sealer, err := store.NewSealer(bytes.Repeat([]byte{7}, 32))

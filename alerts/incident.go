@@ -23,12 +23,17 @@ type IncidentDetail struct {
 // opening to every enabled channel; merged into an unsent notice; a summary no sooner than
 // the channel's cooldown allows while open; nothing while acknowledged). The queued
 // deliveries reach the dispatcher after the commit.
-func (s *Service) applyMatches(p map[string]*pendingGroup) error {
-	keys := make([]string, 0, len(p))
+func (s *Service) applyMatches(p map[groupID]*pendingGroup) error {
+	keys := make([]groupID, 0, len(p))
 	for k := range p {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].alertID != keys[j].alertID {
+			return keys[i].alertID < keys[j].alertID
+		}
+		return keys[i].group < keys[j].group
+	})
 	var queued []store.Delivery
 	err := s.Store.UpdateIncidents(func(t *store.IncidentTx) error {
 		queued = queued[:0]
@@ -69,12 +74,14 @@ func (s *Service) applyMatches(p map[string]*pendingGroup) error {
 			if err != nil {
 				return err
 			}
-			n := inc.Occurrences - int64(len(pg.occ))
-			for _, o := range pg.occ {
-				n++
-				if err := t.AddOccurrence(inc.ID, &store.Occurrence{Number: n, At: o.at, Group: pg.group, Selected: o.selected}); err != nil {
-					return err
-				}
+			occ := pg.latest()
+			n := inc.Occurrences - int64(len(occ))
+			kept := make([]store.Occurrence, len(occ))
+			for i, o := range occ {
+				kept[i] = store.Occurrence{Number: n + int64(i) + 1, At: o.at, Group: pg.group, Selected: pg.m.selected(o)}
+			}
+			if err := t.AddOccurrences(inc.ID, kept); err != nil {
+				return err
 			}
 			for _, chID := range a.ChannelIDs {
 				ch, ok := channels[chID]
@@ -234,6 +241,9 @@ func (s *Service) changeIncident(projectID, id string, change func(t *store.Inci
 		return err
 	})
 	if err == nil {
+		if out.Status == store.IncidentResolved {
+			s.eval.forget(out.AlertID, out.Group)
+		}
 		for i := range queued {
 			s.disp.enqueue(&queued[i])
 		}

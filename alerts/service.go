@@ -21,11 +21,13 @@ type Service struct {
 	Store *store.Store
 	Now   func() time.Time
 
+	clock    Clock
 	eval     *Evaluator
 	disp     *Dispatcher
 	stop     context.CancelFunc
 	stopEval chan struct{}
 	done     sync.WaitGroup
+	evalDone sync.WaitGroup
 }
 
 // Config is what New needs. Only Store is required.
@@ -56,7 +58,7 @@ func New(c Config) *Service {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.SendTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	s := &Service{Store: c.Store, Now: c.Clock.Now}
+	s := &Service{Store: c.Store, Now: c.Clock.Now, clock: c.Clock}
 	s.eval = newEvaluator(s, c.Log)
 	s.disp = newDispatcher(s, c)
 	return s
@@ -66,26 +68,41 @@ func New(c Config) *Service {
 func (s *Service) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop, s.stopEval = cancel, make(chan struct{})
+	// One worker: evaluation keeps far ahead of ingest (a core evaluates over a million
+	// records a second with a hundred alerts), and a second would take CPU from ingest
+	// in the bursts when both could run.
+	workers := 1
+	s.evalDone.Add(workers)
+	for range workers {
+		go func() { defer s.evalDone.Done(); s.eval.work() }()
+	}
 	s.done.Add(2)
 	go func() { defer s.done.Done(); s.eval.runFlusher(s.stopEval) }()
 	go func() { defer s.done.Done(); s.disp.Run(ctx) }()
 }
 
-// Close flushes the last matches, stops dispatching and waits for sends under way until
-// ctx ends (those cut go out again after the next start).
+// Close evaluates what is queued, flushes the last matches, stops dispatching and waits
+// for sends under way until ctx ends (those cut go out again after the next start).
 func (s *Service) Close(ctx context.Context) error {
 	if s.stop == nil {
 		return nil
 	}
+	s.eval.closeQueue()
+	s.evalDone.Wait()
 	close(s.stopEval)
 	s.stop()
 	s.done.Wait()
 	return s.disp.Close(ctx)
 }
 
-// Match is ingest's post-commit hook (main hands it over): it evaluates a committed batch
-// against the enabled alerts of its model. It never fails and never writes.
+// Match evaluates a committed batch against the enabled alerts of its model, on the
+// caller's goroutine. It never fails and never writes.
 func (s *Service) Match(b Batch) { s.eval.Match(b) }
+
+// Enqueue is ingest's post-commit hook (main hands it over): it queues a committed batch
+// for the evaluator's workers and returns at once, so an acknowledgement waits for no
+// evaluation. Only when more than MaxQueuedBytes of records wait does it wait for room.
+func (s *Service) Enqueue(b Batch) { s.eval.enqueue(b) }
 
 // Evaluator returns the evaluator, for metrics and tests.
 func (s *Service) Evaluator() *Evaluator { return s.eval }

@@ -8,6 +8,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"fmt"
+	"strconv"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -178,42 +181,78 @@ func (t *IncidentTx) SaveIncident(inc *Incident) error {
 	return touchRes(t.tx, KindIncident, inc, t.Now)
 }
 
-func occurrenceKey(incidentID string, n int64) []byte {
-	k := make([]byte, 0, len(incidentID)+9)
-	k = append(append(k, incidentID...), 0)
-	return binary.BigEndian.AppendUint64(k, uint64(n))
+// AddOccurrences keeps an incident's latest OccurrencesKept occurrences in one value
+// (oldest first): a flush that brings that many or more replaces it without reading it.
+func (t *IncidentTx) AddOccurrences(incidentID string, occs []Occurrence) error {
+	b := t.tx.Bucket(bucketOccurrences)
+	if len(occs) < OccurrencesKept {
+		old, err := t.occurrences(incidentID)
+		if err != nil {
+			return err
+		}
+		occs = append(old, occs...)
+	}
+	if len(occs) > OccurrencesKept {
+		occs = occs[len(occs)-OccurrencesKept:]
+	}
+	return b.Put([]byte(incidentID), encodeOccurrences(occs))
 }
 
-// AddOccurrence stores an occurrence under its number and drops the one that falls out of
-// the latest OccurrencesKept.
-func (t *IncidentTx) AddOccurrence(incidentID string, o *Occurrence) error {
-	b := t.tx.Bucket(bucketOccurrences)
-	if err := putJSON(b, occurrenceKey(incidentID, o.Number), o); err != nil {
-		return err
+func (t *IncidentTx) occurrences(incidentID string) ([]Occurrence, error) {
+	raw := t.tx.Bucket(bucketOccurrences).Get([]byte(incidentID))
+	if raw == nil {
+		return nil, nil
 	}
-	if old := o.Number - OccurrencesKept; old > 0 {
-		return b.Delete(occurrenceKey(incidentID, old))
+	var out []Occurrence
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("decode occurrences of %s: %w", incidentID, err)
 	}
-	return nil
+	return out, nil
+}
+
+// encodeOccurrences writes the JSON array by hand: group and selected are JSON the
+// evaluator built, and encoding/json would validate and compact each again.
+func encodeOccurrences(occs []Occurrence) []byte {
+	n := 2
+	for i := range occs {
+		n += 80 + len(occs[i].Group) + len(occs[i].Selected)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, '[')
+	for i := range occs {
+		o := &occs[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"number":`...)
+		out = strconv.AppendInt(out, o.Number, 10)
+		out = append(out, `,"at":"`...)
+		out = o.At.UTC().AppendFormat(out, time.RFC3339Nano)
+		out = append(out, `","group":`...)
+		out = append(out, orNull(o.Group)...)
+		out = append(out, `,"selected":`...)
+		out = append(out, orNull(o.Selected)...)
+		out = append(out, '}')
+	}
+	return append(out, ']')
+}
+
+func orNull(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("null")
+	}
+	return raw
 }
 
 // LatestOccurrences returns up to n of an incident's latest occurrences, newest first.
 func (t *IncidentTx) LatestOccurrences(incidentID string, n int) ([]Occurrence, error) {
-	out := []Occurrence{}
-	prefix := pairPrefix(incidentID)
-	c := t.tx.Bucket(bucketOccurrences).Cursor()
-	k, v := c.Seek(occurrenceKey(incidentID, -1)) // past the incident's last key
-	if k == nil {
-		k, v = c.Last()
-	} else {
-		k, v = c.Prev()
+	occs, err := t.occurrences(incidentID)
+	if err != nil {
+		return nil, err
 	}
-	for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < n; k, v = c.Prev() {
-		var o Occurrence
-		if err := getJSONBytes(v, &o); err != nil {
-			return nil, err
-		}
-		out = append(out, o)
+	out := make([]Occurrence, 0, min(n, len(occs)))
+	for i := len(occs) - 1; i >= 0 && len(out) < n; i-- {
+		out = append(out, occs[i])
 	}
 	return out, nil
 }

@@ -280,8 +280,10 @@ func (m *Main) Open() (err error) {
 	// hook.
 	m.Alerts = alerts.New(alerts.Config{Store: m.Store, Clock: alerts.ClockOf(m.Now), Log: m.Log})
 	m.Ingest.OnCommit = func(c ingest.Committed) {
-		m.Alerts.Enqueue(alerts.Batch{ProjectID: c.ProjectID, ModelKey: c.ModelKey, ReceivedAt: c.ReceivedAt, ClientID: c.ClientID, Records: c.Records})
+		m.Alerts.Enqueue(alerts.Batch{ProjectID: c.ProjectID, ModelKey: c.ModelKey, ReceivedAt: c.ReceivedAt, ClientID: c.ClientID,
+			Records: c.Records, Watched: c.Watched, Spans: c.Spans})
 	}
+	m.Ingest.WatchFields = m.Alerts.WatchedFields
 	m.Ingest.SetLimits(m.opts.ingestLimits)
 	// Open (and upgrade) every warehouse file now, so that ready means ingest answers at
 	// once instead of after the first request opened the file under the writer's lock.

@@ -64,7 +64,8 @@ type modelAlerts struct {
 	client    int      // slot of _client_id, or -1
 	eq        []eqIndex
 	ranges    []*rangeIndex
-	fields    int // slots of model fields (not system fields): load stops when all are found
+	fields    int      // slots of model fields (not system fields): load stops when all are found
+	watched   []string // the names of those slots, sorted (WatchedFields)
 	rest      []*matcher
 	matched   int // matchers in all
 }
@@ -253,6 +254,12 @@ func (e *Evaluator) compileModel(projectID, modelKey string) (*modelAlerts, erro
 			ma.fields--
 		}
 	}
+	for name, slot := range ma.slot {
+		if slot != ma.recvd && slot != ma.client {
+			ma.watched = append(ma.watched, name)
+		}
+	}
+	sort.Strings(ma.watched)
 	return ma, nil
 }
 
@@ -264,6 +271,21 @@ type Batch struct {
 	ReceivedAt time.Time
 	ClientID   string
 	Records    [][]byte
+	// Watched and Spans, when given, say where the values of the watched fields sit in
+	// each record (len(Watched) spans per record): ingest's validator found them already.
+	Watched []string
+	Spans   []warehouse.Span
+}
+
+// WatchedFields names the fields of a model that its enabled alerts read while matching
+// (conditions and group_by), sorted: ingest reports where their values sit in each record
+// it validates (ingest.Service.WatchFields), so evaluation need not scan the records again.
+func (e *Evaluator) WatchedFields(projectID, modelKey string) []string {
+	ma := e.model(projectID, modelKey)
+	if ma == nil {
+		return nil
+	}
+	return ma.watched
 }
 
 // Match evaluates a committed batch. It never fails and never writes: matches are folded
@@ -326,8 +348,17 @@ func (e *Evaluator) Match(b Batch) {
 	for len(e.pending) >= maxPendingGroups {
 		e.room.Wait()
 	}
-	for _, rec = range b.Records {
-		r.load(rec)
+	spanSlots := ma.spanSlots(b.Watched)
+	if len(b.Spans) != len(b.Watched)*len(b.Records) {
+		spanSlots = nil
+	}
+	for i := range b.Records {
+		rec = b.Records[i]
+		if spanSlots != nil {
+			r.fromSpans(rec, b.Spans[i*len(spanSlots):(i+1)*len(spanSlots)], spanSlots)
+		} else {
+			r.load(rec)
+		}
 		if ma.recvd >= 0 {
 			r.raw[ma.recvd] = sys[0]
 		}
@@ -455,6 +486,40 @@ func (r *recordEval) load(rec []byte) {
 	})
 }
 
+// spanSlots maps watched names to slots, nil unless they cover every model-field slot
+// (the alerts changed since ingest asked: then records are scanned).
+func (ma *modelAlerts) spanSlots(watched []string) []int {
+	if len(watched) == 0 {
+		return nil
+	}
+	out := make([]int, len(watched))
+	covered := 0
+	for i, n := range watched {
+		slot, ok := ma.slot[n]
+		if !ok || slot == ma.recvd || slot == ma.client {
+			slot = -1
+		} else {
+			covered++
+		}
+		out[i] = slot
+	}
+	if covered != ma.fields {
+		return nil
+	}
+	return out
+}
+
+// fromSpans takes a record's values from the spans the validator reported.
+func (r *recordEval) fromSpans(rec []byte, spans []warehouse.Span, slots []int) {
+	clear(r.raw)
+	clear(r.state)
+	for i, sp := range spans {
+		if slot := slots[i]; slot >= 0 && sp.End > 0 && int(sp.End) <= len(rec) && sp.Start <= sp.End {
+			r.raw[slot] = rec[sp.Start:sp.End]
+		}
+	}
+}
+
 // learnOrder records a record's key order, once per compiled model (read-only after).
 func (ma *modelAlerts) learnOrder(rec []byte) {
 	ma.orderOnce.Do(func() {
@@ -492,10 +557,12 @@ func (r *recordEval) parse(slot int) uint8 {
 		case store.TypeBoolean:
 			st = stBool
 		case store.TypeTimestamp:
+			var v any = json.Number(raw) // epoch milliseconds
 			if s, ok := warehouse.StringValue(raw); ok {
-				if us, ok := cond.ParseTime(s); ok {
-					r.in[slot], st = us, stTime
-				}
+				v = s
+			}
+			if us, ok := cond.TimeValue(v); ok {
+				r.in[slot], st = us, stTime
 			}
 		}
 	}

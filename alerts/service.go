@@ -104,6 +104,12 @@ func (s *Service) Match(b Batch) { s.eval.Match(b) }
 // evaluation. Only when more than MaxQueuedBytes of records wait does it wait for room.
 func (s *Service) Enqueue(b Batch) { s.eval.enqueue(b) }
 
+// WatchedFields is the ingest hook that names the fields the evaluator reads from a model's
+// records (see Evaluator.WatchedFields).
+func (s *Service) WatchedFields(projectID, modelKey string) []string {
+	return s.eval.WatchedFields(projectID, modelKey)
+}
+
 // Evaluator returns the evaluator, for metrics and tests.
 func (s *Service) Evaluator() *Evaluator { return s.eval }
 

@@ -92,6 +92,10 @@ func toFloat(v any) (float64, bool) {
 
 // toTime reads a timestamp as µs since the epoch: an RFC 3339 string or non-negative
 // epoch milliseconds.
+// TimeValue reads a timestamp field's value as Match does (an RFC 3339 string, or epoch
+// milliseconds as a number) in µs since the epoch.
+func TimeValue(v any) (int64, bool) { return toTime(v) }
+
 func toTime(v any) (int64, bool) {
 	if s, ok := v.(string); ok {
 		return ParseTime(s)

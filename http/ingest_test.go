@@ -13,6 +13,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 
 	"lookout/ingest"
 	"lookout/internal/testclock"
+	"lookout/warehouse"
 )
 
 // testCA is a certificate authority for mTLS tests.
@@ -358,10 +360,27 @@ func TestIngestBodies(t *testing.T) {
 	rw := newRuntimeWorld(t)
 	var mu sync.Mutex
 	var committed int
+	var badSpans []string
+	// The hook gets, beside each record, where the watched fields' values sit in it.
+	rw.ingest.WatchFields = func(projectID, model string) []string { return []string{"amount", "id", "not_a_field"} }
 	rw.ingest.OnCommit = func(c ingestCommitted) {
 		mu.Lock()
+		defer mu.Unlock()
 		committed += len(c.Records)
-		mu.Unlock()
+		if len(c.Spans) != len(c.Watched)*len(c.Records) || len(c.Watched) != 3 {
+			badSpans = append(badSpans, fmt.Sprintf("%d spans for %d records of %v", len(c.Spans), len(c.Records), c.Watched))
+			return
+		}
+		for i, rec := range c.Records {
+			found := map[string]string{}
+			warehouse.EachField(rec, func(k string, v []byte) bool { found[k] = string(v); return true })
+			for j, name := range c.Watched {
+				sp := c.Spans[i*3+j]
+				if got := string(rec[sp.Start:sp.End]); got != found[name] {
+					badSpans = append(badSpans, fmt.Sprintf("%s in %s: span %q", name, rec, got))
+				}
+			}
+		}
 	}
 	key := map[string]string{"Authorization": "ApiKey " + rw.keys["keys"]}
 	hdr := func(kv ...string) map[string]string {
@@ -420,6 +439,9 @@ func TestIngestBodies(t *testing.T) {
 	defer mu.Unlock()
 	if n == 0 || committed != n {
 		t.Fatalf("stored %d, hook saw %d", n, committed)
+	}
+	if len(badSpans) > 0 {
+		t.Fatalf("spans disagree with the records: %v", badSpans)
 	}
 	// The metrics count what was accepted and rejected.
 	resp, err := http.Get(rw.url + "/metrics")

@@ -95,6 +95,10 @@ type Committed struct {
 	ClientID   string
 	IngestID   string
 	Records    [][]byte
+	// Watched are the fields WatchFields named when the model was resolved, and Spans
+	// where their values sit in each record: len(Watched) spans per record, in order.
+	Watched []string
+	Spans   []warehouse.Span
 }
 
 // ErrMemory is returned when the process-wide budget for Idempotency-Key requests (held
@@ -128,6 +132,10 @@ type Service struct {
 	// transaction (the alert evaluator plugs in here). It is called from many goroutines
 	// at once; Records are never reused, so it may keep them.
 	OnCommit func(Committed)
+	// WatchFields, when set, names the fields of a model whose value spans the OnCommit
+	// hook wants with each record (the alert evaluator's fields). It is asked when a
+	// model is resolved, once per runtime generation.
+	WatchFields func(projectID, modelKey string) []string
 
 	lim        Limits
 	idemMemory *limits.Budget
@@ -453,14 +461,16 @@ type run struct {
 	schema    string
 	model     store.Model
 	validator *warehouse.RecordValidator
+	watched   []string
 	w         *writer
 
 	arena    []byte
-	recs     [][]byte // an idempotent request keeps all its records here until the end
-	lastPos  int      // position of the last record in recs
-	reserved int64    // bytes of the idempotent-request memory budget held
-	retired  int64    // capacity of the full arena blocks recs still points into
-	recBytes int      // bytes of the records in recs
+	recs     [][]byte         // an idempotent request keeps all its records here until the end
+	spans    []warehouse.Span // the watched spans of recs (len(watched) each)
+	lastPos  int              // position of the last record in recs
+	reserved int64            // bytes of the idempotent-request memory budget held
+	retired  int64            // capacity of the full arena blocks recs still points into
+	recBytes int              // bytes of the records in recs
 
 	stream    stream
 	chunks    []chunk // queued, oldest first
@@ -513,7 +523,7 @@ func (r *run) resolve(schema string) error {
 	if r.w, err = r.s.writer(wh.ID); err != nil {
 		return err
 	}
-	r.model, r.validator = m, rm.validator
+	r.model, r.validator, r.watched = m, rm.validator, rm.watched
 	return nil
 }
 
@@ -582,7 +592,7 @@ func (r *run) do(src source, querySchema string) (*Result, error) {
 		}
 		start := len(r.arena)
 		var ferrs []store.FieldError
-		r.arena, ferrs = r.validator.Validate(it.raw, r.arena)
+		r.arena, r.spans, ferrs = r.validator.ValidateSpans(it.raw, r.arena, r.spans)
 		if len(ferrs) > 0 {
 			r.res.Rejected++
 			for _, fe := range ferrs {
@@ -681,7 +691,7 @@ func (r *run) flush(received time.Time) error {
 		return err
 	}
 	batch := &warehouse.AppendBatch{ModelID: r.model.ID, ReceivedAt: received, Entries: warehouse.EncodeEntries(r.recs, r.c.ClientID, r.res.IngestID)}
-	p := &pending{batch: batch, recs: r.recs, stream: &r.stream, done: make(chan error, 1)}
+	p := &pending{batch: batch, recs: r.recs, spans: r.spans, stream: &r.stream, done: make(chan error, 1)}
 	if err := r.w.enqueue(r.ctx, p); err != nil {
 		// Not queued, and nothing after it will be: the chunks queued before it still
 		// commit, in order, so what is stored stays a prefix.
@@ -689,7 +699,7 @@ func (r *run) flush(received time.Time) error {
 		return err
 	}
 	r.chunks = append(r.chunks, chunk{p: p, endPos: r.lastPos})
-	r.arena, r.recs, r.recBytes, r.retired = nil, nil, 0, 0
+	r.arena, r.recs, r.spans, r.recBytes, r.retired = nil, nil, nil, 0, 0
 	return nil
 }
 
@@ -705,7 +715,7 @@ func (r *run) settle() {
 	}
 	r.committed += len(c.p.recs)
 	r.resumeAt = c.endPos + 1
-	r.committedHook(c.p.batch.ReceivedAt, c.p.recs)
+	r.committedHook(c.p.batch.ReceivedAt, c.p.recs, c.p.spans)
 }
 
 // wait waits for every queued chunk and returns the first failure.
@@ -822,15 +832,15 @@ func (r *run) commitIdempotent(received time.Time) (*Result, error) {
 	if batch.Duplicate != nil {
 		return nil, &Replay{Body: batch.Duplicate}
 	}
-	r.committedHook(received, r.recs)
+	r.committedHook(received, r.recs, r.spans)
 	return r.res, nil
 }
 
 // committedHook hands committed records to the OnCommit hook.
-func (r *run) committedHook(received time.Time, recs [][]byte) {
+func (r *run) committedHook(received time.Time, recs [][]byte, spans []warehouse.Span) {
 	if r.s.OnCommit != nil {
 		r.s.OnCommit(Committed{ProjectID: r.c.ProjectID, ModelKey: r.model.Key, ReceivedAt: received,
-			ClientID: r.c.ClientID, IngestID: r.res.IngestID, Records: recs})
+			ClientID: r.c.ClientID, IngestID: r.res.IngestID, Records: recs, Watched: r.watched, Spans: spans})
 	}
 }
 

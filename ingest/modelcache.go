@@ -28,6 +28,7 @@ type resolvedModel struct {
 	model     store.Model
 	validator *warehouse.RecordValidator
 	warehouse store.Warehouse
+	watched   []string // the fields whose spans the validator reports (WatchFields)
 }
 
 // model returns a project's model by key with its validator and warehouse. The generation
@@ -57,6 +58,11 @@ func (s *Service) model(projectID, key string) (*resolvedModel, error) {
 	}
 	rm := &resolvedModel{model: m, warehouse: wh}
 	rm.validator = warehouse.NewValidator(&rm.model)
+	if s.WatchFields != nil {
+		if rm.watched = s.WatchFields(projectID, key); len(rm.watched) > 0 {
+			rm.validator = rm.validator.Watching(rm.watched)
+		}
+	}
 	g.models.Store(ck, rm)
 	return rm, nil
 }

@@ -37,8 +37,9 @@ type stream struct{ failed atomic.Bool }
 
 type pending struct {
 	batch  *warehouse.AppendBatch
-	recs   [][]byte // the batch's records, as validated (for the OnCommit hook)
-	stream *stream  // nil for a batch that stands alone
+	recs   [][]byte         // the batch's records, as validated (for the OnCommit hook)
+	spans  []warehouse.Span // their watched spans (for the OnCommit hook)
+	stream *stream          // nil for a batch that stands alone
 	done   chan error
 }
 

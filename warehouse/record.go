@@ -16,9 +16,11 @@ import (
 // appended). No map is built and nothing is decoded twice; Model.Validate is the same rule
 // set over decoded values, and FuzzValidatorsAgree keeps the two in step.
 type RecordValidator struct {
-	model  *store.Model
-	index  map[string]int
-	unknwn string
+	model   *store.Model
+	index   map[string]int
+	unknwn  string
+	watch   []int // per model field, its place among the watched names, or -1 (nil: none)
+	watched int
 }
 
 // maxDepth bounds nesting inside a record.
@@ -305,11 +307,54 @@ func (s *jscan) container(dst []byte, depth int, closer byte) []byte {
 	return dst
 }
 
+// Span is where a field's value sits in a stored record, [Start, End) from the record's
+// first byte; End 0 means the record does not have the field.
+type Span struct{ Start, End uint32 }
+
+// Watching returns a copy of the validator that also reports, for every record it
+// accepts, the spans of the named fields (ValidateSpans): the alert evaluator reads the
+// values it needs from there instead of scanning each record again. Names that are not
+// fields of the model are never found.
+func (v *RecordValidator) Watching(names []string) *RecordValidator {
+	w := *v
+	w.watch = make([]int, len(v.model.Fields))
+	for i := range w.watch {
+		w.watch[i] = -1
+	}
+	for j, n := range names {
+		if i, ok := v.index[n]; ok {
+			w.watch[i] = j
+		}
+	}
+	w.watched = len(names)
+	return &w
+}
+
 // Validate checks one JSON object and, when it is valid, appends the record to store to
 // dst and returns it: compact JSON of the model's fields (the system fields are kept once
 // per log entry, not per record). A stored record is never longer than raw. A syntax error
 // is returned as the only FieldError, with field "".
 func (v *RecordValidator) Validate(raw []byte, dst []byte) ([]byte, []store.FieldError) {
+	dst, _, errs := v.ValidateSpans(raw, dst, nil)
+	return dst, errs
+}
+
+// ValidateSpans is Validate that, for a validator made by Watching, also appends the
+// accepted record's watched spans (one per watched name, in their order) to spans. A
+// rejected record appends none.
+func (v *RecordValidator) ValidateSpans(raw []byte, dst []byte, spans []Span) ([]byte, []Span, []store.FieldError) {
+	base := len(spans)
+	for range v.watched {
+		spans = append(spans, Span{})
+	}
+	dst, errs := v.validate(raw, dst, spans[base:])
+	if errs != nil {
+		return dst, spans[:base], errs
+	}
+	return dst, spans, nil
+}
+
+func (v *RecordValidator) validate(raw []byte, dst []byte, spans []Span) ([]byte, []store.FieldError) {
 	s := jscan{b: raw}
 	var errs []store.FieldError
 	s.ws()
@@ -396,6 +441,11 @@ func (v *RecordValidator) Validate(raw []byte, dst []byte) ([]byte, []store.Fiel
 				errs = append(errs, store.FieldError{Field: v.model.Fields[idx].Name, Message: "appears twice"})
 			}
 			seen[idx] = true
+			if v.watch != nil {
+				if w := v.watch[idx]; w >= 0 {
+					spans[w] = Span{uint32(valAt - start), uint32(len(dst) - start)}
+				}
+			}
 			if msg := checkKind(v.model.Fields[idx], kind, plain, dst[valAt:]); msg != "" {
 				errs = append(errs, store.FieldError{Field: v.model.Fields[idx].Name, Message: msg})
 			}

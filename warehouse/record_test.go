@@ -96,6 +96,38 @@ func FuzzValidatorsAgree(f *testing.F) {
 		if len(errs) == 0 && !json.Valid(out) {
 			t.Fatalf("accepted %q as invalid JSON %q", raw, out)
 		}
+		// A watching validator stores the same bytes, and each span holds exactly the
+		// value EachField finds under that key.
+		var names []string
+		for _, fl := range m.Fields {
+			names = append(names, fl.Name)
+		}
+		names = append(names, "not_a_field")
+		wout, spans, werrs := NewValidator(m).Watching(names).ValidateSpans(raw, []byte("pre"), []Span{{1, 2}})
+		if !bytes.Equal(wout[3:], out) || (len(werrs) == 0) != (len(errs) == 0) {
+			t.Fatalf("watching validator stored %q (%v), plain %q (%v)", wout, werrs, out, errs)
+		}
+		if len(errs) > 0 {
+			if len(spans) != 1 {
+				t.Fatalf("a rejected record left spans %v", spans)
+			}
+		} else {
+			if len(spans) != 1+len(names) {
+				t.Fatalf("%d spans for %d names", len(spans)-1, len(names))
+			}
+			found := map[string][]byte{}
+			EachField(out, func(k string, v []byte) bool { found[strings.Clone(k)] = v; return true })
+			for i, n := range names {
+				sp := spans[1+i]
+				got := []byte(nil)
+				if sp.End > 0 {
+					got = out[sp.Start:sp.End]
+				}
+				if !bytes.Equal(got, found[n]) {
+					t.Fatalf("%q: span of %s holds %q, the record %q", raw, n, got, found[n])
+				}
+			}
+		}
 		// Model.Validate cannot see what encoding/json forgives: duplicate keys, invalid
 		// UTF-8. Compare only where both judge the same document.
 		if !utf8.Valid(raw) || hasDuplicateTopKeys(raw) {

@@ -3,6 +3,7 @@ package alerts
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,9 +118,12 @@ func TestIncidentLifecycle(t *testing.T) {
 	if _, err := f.svc.Resolve(f.project, inc.ID); !store.IsCode(err, store.CodeConflict) {
 		t.Fatalf("resolving twice: %v", err)
 	}
-	f.run(f.clock.Now())
+	f.runFor(time.Minute) // the channel's token: the summary went a second ago
 	got = rc.all()
 	if len(got) != 3 || decodeNotice(t, got[2].body)["type"] != "incident.resolved" {
+		for _, d := range f.deliveries(store.DeliveryFilter{}) {
+			t.Logf("%s %s %s att=%d reason=%s next=%v", d.ID, d.Kind, d.Status, d.Attempts, d.WaitingReason, d.NextAttemptAt)
+		}
 		t.Fatalf("no resolution notice: %d", len(got))
 	}
 	f.ingest(order("y1", "DE", "failed", 1))
@@ -463,4 +467,22 @@ func TestSimulationWritesNothing(t *testing.T) {
 	if before != after {
 		t.Fatal("simulation changed the incident or delivery buckets")
 	}
+}
+
+// FuzzRetryAfter: any Retry-After value gives a wait between 0 and MaxRetryAfter, and
+// whole seconds are read as such.
+func FuzzRetryAfter(f *testing.F) {
+	for _, s := range []string{"120", "0", "-5", "Sat, 21 Nov 2026 12:10:00 GMT", "Wed, 21 Oct 2015 07:28:00 GMT", "soon", "99999999999999999999", " 7 "} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		d := retryAfter(v, now)
+		if d < 0 || d > MaxRetryAfter {
+			t.Fatalf("%q: %v", v, d)
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 && n < 3600 && d != time.Duration(n)*time.Second {
+			t.Fatalf("%q: %v, want %d s", v, d, n)
+		}
+	})
 }

@@ -132,7 +132,7 @@ func TestEvaluatorDifferential(t *testing.T) {
 						for _, name := range a.GroupBy {
 							g[name] = dm[name]
 						}
-						want[a.ID+" "+canonical(t, g)]++
+						want[a.ID+" "+canonicalGroup(t, g)]++
 					}
 				}
 			}
@@ -151,7 +151,7 @@ func TestEvaluatorDifferential(t *testing.T) {
 					if err := d.Decode(&g); err != nil {
 						t.Fatal(err)
 					}
-					got[id.alertID+" "+canonical(t, g)] += pg.count
+					got[id.alertID+" "+canonicalGroup(t, g)] += pg.count
 				}
 				if len(got) != len(want) {
 					t.Errorf("%s: %d groups matched, the naive evaluation %d", mode, len(got), len(want))
@@ -166,8 +166,8 @@ func TestEvaluatorDifferential(t *testing.T) {
 	}
 }
 
-// canonical encodes a group with numbers compared by value.
-func canonical(t *testing.T, g map[string]any) string {
+// canonicalGroup encodes a group with numbers compared by value.
+func canonicalGroup(t *testing.T, g map[string]any) string {
 	for k, v := range g {
 		if n, ok := v.(json.Number); ok {
 			f, err := n.Float64()

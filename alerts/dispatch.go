@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -84,6 +85,8 @@ type queued struct {
 	status    string
 	created   time.Time
 	reason    string
+	version   int       // the stored version put last saw: an older one never overwrites it
+	written   time.Time // the next_attempt_at last written for a wait
 }
 
 // Dispatcher owns the delivery queue's timers: one goroutine (Run) takes due deliveries
@@ -139,16 +142,19 @@ func (d *Dispatcher) enqueue(dl *store.Delivery) {
 }
 
 func (d *Dispatcher) put(dl *store.Delivery) {
+	q := d.queue[dl.ID]
+	if q != nil && dl.Version < q.version && q.status != "" {
+		return // a newer write (a retry) got here first
+	}
 	if !dl.Queued() {
 		delete(d.queue, dl.ID)
 		return
 	}
-	q := d.queue[dl.ID]
 	if q == nil {
 		q = &queued{channelID: dl.ChannelID, projectID: dl.ProjectID, created: dl.CreatedAt}
 		d.queue[dl.ID] = q
 	}
-	q.status, q.reason = dl.Status, dl.WaitingReason
+	q.status, q.reason, q.version = dl.Status, dl.WaitingReason, dl.Version
 	if dl.NextAttemptAt != nil {
 		q.due = *dl.NextAttemptAt
 	}
@@ -268,11 +274,16 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 	}
 	now := d.clock.Now()
 	d.mu.Lock()
-	var due []string
+	var due, stuck []string
 	for id, q := range d.queue {
-		if q.status != store.DeliveryDelivering && !q.due.After(now) {
-			due = append(due, id)
+		if q.status == store.DeliveryDelivering || q.due.After(now) {
+			continue
 		}
+		if q.status == statusStuck {
+			stuck = append(stuck, id)
+			continue
+		}
+		due = append(due, id)
 	}
 	sort.Slice(due, func(i, j int) bool {
 		a, b := d.queue[due[i]], d.queue[due[j]]
@@ -281,36 +292,44 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 		}
 		return due[i] < due[j]
 	})
-	waits := map[string]*queued{}
+	waits := map[string]wait{}
 	var start []string
 	type tokens struct{ ch, pr *rate.Reservation }
 	held := map[string]tokens{}
+	// Deliveries that wait for a token get their place in line: each bucket's next token
+	// is promised to the first in line, the one after to the next, and so on, so a
+	// delivery's next_attempt_at is a real estimate, written once, not at every pass.
+	chEvery, prEvery := time.Minute/DeliveriesPerChannelPerMinute, time.Minute/DeliveriesPerProjectPerMinute
+	nextCh, nextPr := map[string]time.Time{}, map[string]time.Time{}
+	promised := func(m map[string]time.Time, key string, l *rate.Limiter) time.Time {
+		if t, ok := m[key]; ok {
+			return t
+		}
+		r := l.ReserveN(now, 1) // asked, not spent
+		t := now.Add(r.DelayFrom(now))
+		r.CancelAt(now)
+		return t
+	}
 	for _, id := range due {
 		q := d.queue[id]
 		if d.inflight+len(start) >= MaxInFlight {
-			if q.reason != WaitSendSlots {
-				q.reason = WaitSendSlots
-				waits[id] = q
-			}
+			d.wait(waits, id, q, WaitSendSlots, q.due)
 			continue
 		}
-		rc := limiter(d.chLim, q.channelID, DeliveriesPerChannelPerMinute).ReserveN(now, 1)
-		rp := limiter(d.prLim, q.projectID, DeliveriesPerProjectPerMinute).ReserveN(now, 1)
-		dc, dp := rc.DelayFrom(now), rp.DelayFrom(now)
-		if dc > 0 || dp > 0 {
-			rc.CancelAt(now)
-			rp.CancelAt(now)
-			reason := WaitChannelRate
-			if dp > dc {
-				reason = WaitProjectRate
+		cl := limiter(d.chLim, q.channelID, DeliveriesPerChannelPerMinute)
+		pl := limiter(d.prLim, q.projectID, DeliveriesPerProjectPerMinute)
+		tc, tp := promised(nextCh, q.channelID, cl), promised(nextPr, q.projectID, pl)
+		if tc.After(now) || tp.After(now) {
+			at, reason := tc, WaitChannelRate
+			if tp.After(tc) {
+				at, reason = tp, WaitProjectRate
 			}
-			q.due = now.Add(max(dc, dp))
-			q.reason = reason
-			waits[id] = q
+			nextCh[q.channelID], nextPr[q.projectID] = at.Add(chEvery), at.Add(prEvery)
+			d.wait(waits, id, q, reason, at)
 			continue
 		}
 		start = append(start, id)
-		held[id] = tokens{rc, rp}
+		held[id] = tokens{cl.ReserveN(now, 1), pl.ReserveN(now, 1)}
 		q.status = store.DeliveryDelivering
 	}
 	d.inflight += len(start)
@@ -319,12 +338,18 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 	if len(waits) > 0 {
 		d.recordWaits(waits)
 	}
+	if len(stuck) > 0 {
+		d.unstick(stuck, now)
+	}
 	if len(start) > 0 {
 		claims, err := d.claim(start, now)
 		if err != nil {
+			// Rolled back: nothing was marked delivering, so nothing may be sent.
 			d.log.Error("alerts: cannot mark deliveries as delivering; trying again shortly", "err", err)
+			claims = nil
 		}
 		d.mu.Lock()
+		freed := 0
 		for _, id := range start {
 			c := claims[id]
 			if c != nil && c.notice != nil {
@@ -333,6 +358,7 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 			// Not started: gone, held by a disabled channel, or the write failed. Its
 			// tokens go back.
 			d.inflight--
+			freed++
 			t := held[id]
 			t.ch.CancelAt(now)
 			t.pr.CancelAt(now)
@@ -340,7 +366,7 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 			switch {
 			case q == nil:
 			case err != nil:
-				q.status, q.due = store.DeliveryPending, now.Add(time.Second)
+				q.status, q.reason, q.due = store.DeliveryPending, "", now.Add(time.Second)
 			case c == nil:
 				delete(d.queue, id)
 			default:
@@ -354,12 +380,38 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 				go d.send(c)
 			}
 		}
+		if freed > 0 {
+			d.poke() // slots came back: whoever waits for one may go
+		}
 	}
-
 	return d.NextDue()
 }
 
+// statusStuck marks, in memory only, a delivery whose outcome could not be written: bbolt
+// still says delivering. unstick puts it back to pending (it goes again, same id).
+const statusStuck = "stuck"
+
+// wait is why a delivery waits and until when, copied out of the queue under d.mu.
+type wait struct {
+	reason string
+	due    time.Time
+	write  bool // the stored delivery must be told
+}
+
+// wait records, under d.mu, that a due delivery waits; the store hears of it only when
+// the reason changes or the time moves by more than a second.
+func (d *Dispatcher) wait(waits map[string]wait, id string, q *queued, reason string, due time.Time) {
+	write := reason != q.reason || q.written.IsZero() || due.Sub(q.written).Abs() > time.Second
+	q.reason, q.due = reason, due
+	if write {
+		q.written = due
+	}
+	waits[id] = wait{reason: reason, due: due, write: write}
+}
+
 // NextDue returns when the next queued delivery falls due (false: none waits on time).
+// Deliveries waiting for a send slot count only when one is free: a finishing send wakes
+// the loop.
 func (d *Dispatcher) NextDue() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -369,8 +421,8 @@ func (d *Dispatcher) NextDue() (time.Time, bool) {
 		if q.status == store.DeliveryDelivering {
 			continue
 		}
-		if q.reason == WaitSendSlots {
-			continue // a finishing send wakes the loop
+		if q.reason == WaitSendSlots && d.inflight >= MaxInFlight {
+			continue
 		}
 		if !found || q.due.Before(next) {
 			next, found = q.due, true
@@ -380,9 +432,12 @@ func (d *Dispatcher) NextDue() (time.Time, bool) {
 }
 
 // recordWaits writes why deliveries wait and when they go, in one transaction.
-func (d *Dispatcher) recordWaits(waits map[string]*queued) {
+func (d *Dispatcher) recordWaits(waits map[string]wait) {
 	err := d.svc.Store.UpdateIncidents(func(t *store.IncidentTx) error {
-		for id, q := range waits {
+		for id, w := range waits {
+			if !w.write {
+				continue
+			}
 			dl, err := t.Delivery(id)
 			if err != nil {
 				if store.IsCode(err, store.CodeNotFound) {
@@ -393,8 +448,8 @@ func (d *Dispatcher) recordWaits(waits map[string]*queued) {
 			if !dl.Queued() || dl.Status == store.DeliveryDelivering {
 				continue
 			}
-			due := q.due
-			dl.WaitingReason, dl.NextAttemptAt = q.reason, &due
+			due := w.due
+			dl.WaitingReason, dl.NextAttemptAt = w.reason, &due
 			if err := t.SaveDelivery(&dl); err != nil {
 				return err
 			}
@@ -403,6 +458,47 @@ func (d *Dispatcher) recordWaits(waits map[string]*queued) {
 	})
 	if err != nil {
 		d.log.Warn("alerts: cannot record why deliveries wait", "err", err)
+	}
+}
+
+// unstick puts deliveries whose outcome could not be recorded back to pending, to go
+// again with the same id (the receiver may see them twice: at least once, never lost).
+func (d *Dispatcher) unstick(ids []string, now time.Time) {
+	var back []store.Delivery
+	err := d.svc.Store.UpdateIncidents(func(t *store.IncidentTx) error {
+		back = back[:0]
+		for _, id := range ids {
+			dl, err := t.Delivery(id)
+			if store.IsCode(err, store.CodeNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if dl.Status == store.DeliveryDelivering {
+				dl.Status, dl.NextAttemptAt, dl.WaitingReason = store.DeliveryPending, &now, ""
+				if err := t.SaveDelivery(&dl); err != nil {
+					return err
+				}
+			}
+			back = append(back, dl)
+		}
+		return nil
+	})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		for _, id := range ids {
+			if q := d.queue[id]; q != nil {
+				q.due = now.Add(FirstBackoff)
+			}
+		}
+		return
+	}
+	for i := range back {
+		if q := d.queue[back[i].ID]; q != nil {
+			q.status = "" // let put take the stored state whatever its version
+		}
+		d.put(&back[i])
 	}
 }
 
@@ -449,6 +545,16 @@ func (d *Dispatcher) claim(ids []string, now time.Time) (map[string]*claim, erro
 				inc, err := t.IncidentByID(dl.IncidentID)
 				if err != nil {
 					return err
+				}
+				if dl.Kind == store.NoticeSummary && inc.Status != store.IncidentOpen {
+					// Retried after the incident was acknowledged or resolved: a summary
+					// of it says nothing the receiver should act on.
+					c.delivery.Status, c.delivery.NextAttemptAt, c.delivery.WaitingReason = store.DeliveryDeadLetter, nil, ""
+					c.delivery.LastError = supersededSummary(inc.Status)
+					if err := t.SaveDelivery(&c.delivery); err != nil {
+						return err
+					}
+					continue
 				}
 				a, err := t.Alert(inc.AlertID)
 				if err != nil {
@@ -542,11 +648,11 @@ func (d *Dispatcher) finish(c *claim, r result) {
 	d.mu.Lock()
 	d.inflight--
 	if err != nil {
-		// The outcome is lost with the write; the delivery stays delivering in bbolt and
-		// goes out again after a restart. Here it waits a while and goes again.
+		// The outcome is lost with the write: bbolt still says delivering. After a while
+		// unstick puts it back to pending (or a restart does), and it goes again.
 		d.log.Error("alerts: cannot record a delivery's outcome", "delivery_id", c.delivery.ID, "err", err)
 		if q := d.queue[c.delivery.ID]; q != nil {
-			q.status, q.due = store.DeliveryPending, d.clock.Now().Add(FirstBackoff)
+			q.status, q.due = statusStuck, d.clock.Now().Add(FirstBackoff)
 		}
 	} else {
 		d.put(&dl)
@@ -566,9 +672,19 @@ func (d *Dispatcher) finish(c *claim, r result) {
 // redact removes every secret of the channel from an error and bounds it to MaxLastError
 // bytes of valid UTF-8.
 func redact(msg string, secrets map[string]string) string {
+	// Every secret, and the forms net/url prints a URL secret in (its re-rendering, its
+	// path and query), longest first, so no secret leaves a piece of another behind.
+	var forms []string
 	for _, s := range secrets {
-		if len(s) >= 4 {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		forms = append(forms, s)
+		if u, err := url.Parse(s); err == nil && u.Host != "" {
+			forms = append(forms, u.String(), u.Redacted(), u.EscapedPath(), u.RawQuery, u.Host+u.EscapedPath())
+		}
+	}
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	for _, f := range forms {
+		if len(f) >= 4 {
+			msg = strings.ReplaceAll(msg, f, "[redacted]")
 		}
 	}
 	if len(msg) > MaxLastError {

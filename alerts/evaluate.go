@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"math"
@@ -123,6 +124,8 @@ type Evaluator struct {
 	lazy    chan struct{}                         // matches of recently written groups
 	known   map[groupID]struct{}                  // groups written lately
 	flushed chan struct{}                         // closed and replaced after every flush (tests wait on it)
+
+	closing bool // Close is under way: Match no longer waits for room
 
 	qmu     sync.Mutex
 	qcond   *sync.Cond
@@ -330,7 +333,7 @@ func (e *Evaluator) Match(b Batch) {
 		}
 		pg := groups[string(keyBuf)]
 		if pg == nil {
-			g := object(m.groupName, m.group, r.raw)
+			g := groupObject(m.groupName, m.group, r.raw, ma.types)
 			id := groupID{m.alertID, string(g)}
 			if pg = e.pending[id]; pg == nil {
 				pg = &pendingGroup{alertID: m.alertID, m: m, group: g, groupStr: id.group, first: at}
@@ -345,7 +348,7 @@ func (e *Evaluator) Match(b Batch) {
 		pg.add(pendingOcc{at: at, rec: rec, clientID: b.ClientID})
 	}
 	e.mu.Lock()
-	for len(e.pending) >= maxPendingGroups {
+	for len(e.pending) >= maxPendingGroups && !e.closing {
 		e.room.Wait()
 	}
 	spanSlots := ma.spanSlots(b.Watched)
@@ -549,6 +552,8 @@ func (r *recordEval) parse(slot int) uint8 {
 		case store.TypeInteger:
 			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 				r.in[slot], st = n, stInt
+			} else if n, ok := cond.IntValue(json.Number(raw)); ok { // 5.0, 1e1
+				r.in[slot], st = n, stInt
 			}
 		case store.TypeNumber:
 			if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
@@ -634,6 +639,51 @@ func decodeRaw(raw []byte, v *any) error {
 	return json.Unmarshal(raw, v)
 }
 
+// groupObject builds a group's JSON object from raw values, each in its canonical form
+// (canonical): the same values, however a client spelled them, name the same group.
+func groupObject(names []string, slots []int, vals [][]byte, types []string) []byte {
+	canon := make([][]byte, len(names))
+	idx := make([]int, len(names))
+	for i, slot := range slots {
+		idx[i] = i
+		canon[i] = canonical(types[slot], vals[slot])
+	}
+	return object(names, idx, canon)
+}
+
+// canonical is one spelling of a raw JSON value of a field type: numbers as Go formats
+// them (5.0 and 5e0 are 5), strings without needless escapes ("\u0044E" is "DE").
+// Simulation spells group values the same way, so it finds the incident a record would.
+func canonical(typ string, raw []byte) []byte {
+	if len(raw) == 0 || raw[0] == 'n' {
+		return raw
+	}
+	switch typ {
+	case store.TypeInteger:
+		if n, ok := cond.IntValue(json.Number(raw)); ok {
+			return strconv.AppendInt(nil, n, 10)
+		}
+	case store.TypeNumber:
+		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			if b, err := json.Marshal(f); err == nil {
+				return b
+			}
+		}
+	case store.TypeString, store.TypeTimestamp:
+		if raw[0] == '"' && bytes.IndexByte(raw, '\\') >= 0 {
+			if s, ok := warehouse.StringValue(raw); ok {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false)
+				if enc.Encode(s) == nil {
+					return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+				}
+			}
+		}
+	}
+	return raw
+}
+
 // object builds the JSON object of the named fields' raw values (null when missing), in
 // the alert's order: the same values always give the same bytes, so it keys a group.
 func object(names []string, slots []int, vals [][]byte) []byte {
@@ -694,26 +744,44 @@ func (e *Evaluator) runFlusher(stop <-chan struct{}) {
 			e.Flush()
 			return
 		case <-e.wake:
-			e.Flush()
-			later = nil
+			later = e.flushOrRetry()
 		case <-e.lazy:
 			if later == nil {
 				later = e.svc.clock.After(FlushEvery)
 			}
 		case <-later:
-			e.Flush()
-			later = nil
+			later = e.flushOrRetry()
 		}
 	}
 }
 
-// Flush applies every folded match now, in one transaction.
-func (e *Evaluator) Flush() {
+// flushOrRetry flushes; after a failed write it asks to be called again in a second.
+func (e *Evaluator) flushOrRetry() <-chan time.Time {
+	if e.Flush() {
+		return nil
+	}
+	return e.svc.clock.After(time.Second)
+}
+
+// stopWaiting lets Match run past maxPendingGroups: Close must not wait on a flusher that
+// cannot write.
+func (e *Evaluator) stopWaiting() {
+	e.mu.Lock()
+	e.closing = true
+	e.mu.Unlock()
+	e.room.Broadcast()
+}
+
+// Flush applies every folded match now, in one transaction, and reports whether it wrote
+// them (false: they are kept for the next try).
+func (e *Evaluator) Flush() bool {
+	ok := true
 	p := e.take()
 	if p != nil {
 		if err := e.svc.applyMatches(p); err != nil {
-			e.log.Error("alerts: writing incidents failed; the matches are kept and written with the next batch", "err", err)
+			e.log.Error("alerts: writing incidents failed; the matches are kept and tried again in a second", "err", err)
 			e.giveBack(p)
+			ok = false
 		} else {
 			e.mu.Lock()
 			if len(e.known) > maxKnownGroups {
@@ -729,6 +797,7 @@ func (e *Evaluator) Flush() {
 	close(e.flushed)
 	e.flushed = make(chan struct{})
 	e.mu.Unlock()
+	return ok
 }
 
 // Flushed returns a channel closed after the next flush; tests wait on it.
@@ -882,8 +951,10 @@ func (m *matcher) selected(o pendingOcc) []byte {
 	return object(m.selName, slots, vals)
 }
 
+// batchBytes is what a queued batch holds in memory: its records, their slice headers
+// and their spans.
 func batchBytes(b *Batch) int {
-	n := 0
+	n := 24*len(b.Records) + 8*len(b.Spans)
 	for _, r := range b.Records {
 		n += len(r)
 	}

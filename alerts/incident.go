@@ -182,7 +182,7 @@ func (s *Service) Acknowledge(projectID, id string) (IncidentDetail, error) {
 		}
 		now := t.Now
 		inc.Status, inc.AcknowledgedAt = store.IncidentAcknowledged, &now
-		return nil, dropUnsentSummaries(t, inc.ID)
+		return dropUnsentSummaries(t, inc.ID, store.IncidentAcknowledged)
 	})
 }
 
@@ -196,14 +196,14 @@ func (s *Service) Resolve(projectID, id string) (IncidentDetail, error) {
 		}
 		now := t.Now
 		inc.Status, inc.ResolvedAt = store.IncidentResolved, &now
-		if err := dropUnsentSummaries(t, inc.ID); err != nil {
+		queued, err := dropUnsentSummaries(t, inc.ID, store.IncidentResolved)
+		if err != nil {
 			return nil, err
 		}
 		a, err := t.Alert(inc.AlertID)
 		if err != nil {
 			return nil, err
 		}
-		var queued []store.Delivery
 		due := s.Now()
 		for _, chID := range a.ChannelIDs {
 			ch, err := t.Channel(chID)
@@ -251,21 +251,38 @@ func (s *Service) changeIncident(projectID, id string, change func(t *store.Inci
 	return out, err
 }
 
-// dropUnsentSummaries deletes an incident's summaries that were never attempted: what
-// they would have said no longer needs saying.
-func dropUnsentSummaries(t *store.IncidentTx, incidentID string) error {
+// dropUnsentSummaries ends an incident's summaries that have not gone out: what they would
+// have said no longer needs saying once it is acknowledged or resolved. One never tried is
+// deleted; one whose attempts failed ends in dead_letter, saying why, so its history stays.
+func dropUnsentSummaries(t *store.IncidentTx, incidentID string, status string) ([]store.Delivery, error) {
 	ds, err := t.IncidentDeliveries(incidentID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var ended []store.Delivery
 	for i := range ds {
-		if d := &ds[i]; d.Kind == store.NoticeSummary && d.Status == store.DeliveryPending && d.Attempts == 0 {
+		d := &ds[i]
+		if d.Kind != store.NoticeSummary || (d.Status != store.DeliveryPending && d.Status != store.DeliveryFailed) {
+			continue
+		}
+		if d.Attempts == 0 {
 			if err := t.DeleteDelivery(d); err != nil {
-				return err
+				return nil, err
+			}
+		} else {
+			d.Status, d.NextAttemptAt, d.WaitingReason = store.DeliveryDeadLetter, nil, ""
+			d.LastError = supersededSummary(status)
+			if err := t.SaveDelivery(d); err != nil {
+				return nil, err
 			}
 		}
+		ended = append(ended, *d)
 	}
-	return nil
+	return ended, nil
+}
+
+func supersededSummary(status string) string {
+	return "not sent: the incident was " + status + " before this summary could be delivered"
 }
 
 // Delivery reads a delivery. Returns not_found.

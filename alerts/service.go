@@ -88,6 +88,7 @@ func (s *Service) Close(ctx context.Context) error {
 		return nil
 	}
 	s.eval.closeQueue()
+	s.eval.stopWaiting()
 	s.evalDone.Wait()
 	close(s.stopEval)
 	s.stop()
@@ -329,7 +330,7 @@ func (s *Service) simulate(a *store.Alert, raw json.RawMessage, eventField strin
 	}
 	notify := out.Matched && a.Enabled && enabled > 0
 	if !draft && out.Matched {
-		held, err := s.incidentGates(a, groupJSON(a.GroupBy, ev), &out)
+		held, err := s.incidentGates(a, groupJSON(m, a.GroupBy, ev), &out)
 		if err != nil {
 			return Simulation{}, err
 		}
@@ -349,11 +350,13 @@ func (s *Service) simulate(a *store.Alert, raw json.RawMessage, eventField strin
 
 // groupJSON is the group object of an event, the same bytes the evaluator builds from a
 // stored record.
-func groupJSON(names []string, ev map[string]any) []byte {
+func groupJSON(m *store.Model, names []string, ev map[string]any) []byte {
+	fields := governed(m)
 	vals := make([][]byte, len(names))
 	slots := make([]int, len(names))
+	types := make([]string, len(names))
 	for i, n := range names {
-		slots[i] = i
+		slots[i], types[i] = i, fields[n].Type
 		if v, ok := ev[n]; ok && v != nil {
 			var b bytes.Buffer
 			enc := json.NewEncoder(&b)
@@ -363,7 +366,7 @@ func groupJSON(names []string, ev map[string]any) []byte {
 			}
 		}
 	}
-	return object(names, slots, vals)
+	return groupObject(names, slots, vals, types)
 }
 
 // incidentGates adds the gates the live state would apply to a matching event: an incident

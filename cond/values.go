@@ -92,6 +92,10 @@ func toFloat(v any) (float64, bool) {
 
 // toTime reads a timestamp as µs since the epoch: an RFC 3339 string or non-negative
 // epoch milliseconds.
+// IntValue reads an integer field's value as Match does (an integer, or a number with no
+// fraction such as 5.0 or 1e1).
+func IntValue(v any) (int64, bool) { return toInt(v) }
+
 // TimeValue reads a timestamp field's value as Match does (an RFC 3339 string, or epoch
 // milliseconds as a number) in µs since the epoch.
 func TimeValue(v any) (int64, bool) { return toTime(v) }

@@ -447,4 +447,31 @@ func TestIncidentsAndDeliveries(t *testing.T) {
 	}
 	h.run(t, scenario{method: "GET", url: dl + "?kind=test&project_id=" + p, auth: all, status: 200, contains: []string{testDelivery}, notContains: []string{a.delivery}})
 	h.run(t, scenario{method: "GET", url: "/management/v1/alert-deliveries/" + testDelivery, auth: h.token(w, []string{"alerts:read"}, w.p2.ID), status: 404})
+
+	// The queue and the evaluator show in /metrics.
+	fams, err := h.srv.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "," + l.GetName() + "=" + l.GetValue()
+			}
+			got[key] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for key, min := range map[string]float64{
+		"lookout_alert_delivery_queue,status=pending":   3, // the opening, the resolution, the test
+		"lookout_alert_delivery_oldest_pending_seconds": 0,
+		"lookout_alert_evaluated_records_total":         1,
+		"lookout_alert_matches_total":                   1,
+		"lookout_alert_evaluation_seconds_per_record":   0,
+	} {
+		if v, ok := got[key]; !ok || v < min {
+			t.Errorf("metric %s = %v (present %v), want at least %v", key, v, ok, min)
+		}
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"lookout/limits"
 	"lookout/store"
@@ -766,7 +767,8 @@ func (r *run) holdMemory() error {
 	if r.recBytes > MaxIdempotentBytes {
 		return errf(store.CodeTooLarge, "a request with an Idempotency-Key is committed at once and may hold at most %d bytes of records; split it into several requests", MaxIdempotentBytes)
 	}
-	for r.retired+int64(cap(r.arena))+int64(cap(r.recs))*24 > r.reserved {
+	spans := int64(cap(r.spans)) * int64(unsafe.Sizeof(warehouse.Span{}))
+	for r.retired+int64(cap(r.arena))+int64(cap(r.recs))*24+spans > r.reserved {
 		if !r.s.idemMemory.Reserve(idemMemoryStep) {
 			return ErrMemory
 		}

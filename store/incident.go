@@ -315,12 +315,15 @@ func (t *IncidentTx) index(d *Delivery) error {
 	m := t.tx.Bucket(bucketDeliveryMerge)
 	k := pairKey(d.IncidentID, d.ChannelID)
 	mergeable := d.Status == DeliveryPending && d.Attempts == 0 && (d.Kind == NoticeOpening || d.Kind == NoticeSummary)
+	cur := m.Get(k)
 	switch {
-	case mergeable:
+	case mergeable && cur == nil:
 		return m.Put(k, []byte(d.ID))
-	case string(m.Get(k)) == d.ID:
+	case !mergeable && string(cur) == d.ID:
 		return m.Delete(k)
 	}
+	// Another delivery holds the slot (a retried one never takes it over): at most one
+	// unsent notice per incident and channel takes new occurrences.
 	return nil
 }
 

@@ -179,15 +179,7 @@ func (b *builder) add(rec []byte, sysLater bool) {
 	b.next = 0
 	i := 1 // past '{'
 	for i < len(rec) && rec[i] == '"' {
-		keyEnd, escaped := skipString(rec, i)
-		var key string
-		if escaped {
-			key = unescape(rec[i:keyEnd])
-		} else if keyEnd-i > 2 {
-			key = unsafe.String(&rec[i+1], keyEnd-i-2)
-		}
-		i = keyEnd + 1 // past ':'
-		end := skipValue(rec, i)
+		key, val, next := nextField(rec, i)
 		// Records mostly keep one key order: try the column after the last one first.
 		c, ok := b.next, false
 		if c < len(b.cols) && b.cols[c].name == key {
@@ -197,15 +189,12 @@ func (b *builder) add(rec []byte, sysLater bool) {
 		}
 		if ok && !b.seen[c] {
 			b.seen[c] = true
-			b.cols[c].set(b.n, rec[i:end])
+			b.cols[c].set(b.n, val)
 			b.next = c + 1
 		} else if !ok && b.unknown == "" {
 			b.unknown = strings.Clone(key)
 		}
-		i = end
-		if i < len(rec) && rec[i] == ',' {
-			i++
-		}
+		i = next
 	}
 	for c, ok := range b.seen {
 		if !ok && !(sysLater && (c == b.sys[0] || c == b.sys[1] || c == b.sys[2])) {
@@ -530,23 +519,30 @@ func dictionary(strs []string, rows int) ([]string, []uint32) {
 func EachField(rec []byte, fn func(key string, raw []byte) bool) {
 	i := 1 // past '{'
 	for i < len(rec) && rec[i] == '"' {
-		keyEnd, escaped := skipString(rec, i)
-		var key string
-		if escaped {
-			key = unescape(rec[i:keyEnd])
-		} else if keyEnd-i > 2 {
-			key = unsafe.String(&rec[i+1], keyEnd-i-2)
-		}
-		i = keyEnd + 1 // past ':'
-		end := skipValue(rec, i)
-		if !fn(key, rec[i:end]) {
+		key, val, next := nextField(rec, i)
+		if !fn(key, val) {
 			return
 		}
-		i = end
-		if i < len(rec) && rec[i] == ',' {
-			i++
-		}
+		i = next
 	}
+}
+
+// nextField reads the field of a stored record whose key starts at i: its key (aliasing
+// rec unless escaped), its raw value, and where the next key starts.
+func nextField(rec []byte, i int) (key string, val []byte, next int) {
+	keyEnd, escaped := skipString(rec, i)
+	if escaped {
+		key = unescape(rec[i:keyEnd])
+	} else if keyEnd-i > 2 {
+		key = unsafe.String(&rec[i+1], keyEnd-i-2)
+	}
+	i = keyEnd + 1 // past ':'
+	end := skipValue(rec, i)
+	next = end
+	if next < len(rec) && rec[next] == ',' {
+		next++
+	}
+	return key, rec[i:end], next
 }
 
 // StringValue returns the string a raw JSON string value holds, and false for any other

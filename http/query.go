@@ -3,7 +3,10 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"lookout/query"
@@ -25,6 +28,87 @@ func (s *Server) registerConsoleQueryRoutes(m *mux) {
 	p := consoleBase.prefix
 	m.handle(http.MethodPost, p+"/projects/:id/query", route{auth: authSession, target: targetProjectParam, readOnly: true}, s.handleConsoleQuery)
 	m.handle(http.MethodGet, p+"/projects/:id/stats", route{auth: authSession, target: targetProjectParam}, s.handleProjectStats)
+	m.handle(http.MethodGet, p+"/projects/:id/models/:key/export", route{auth: authSession, target: targetProjectParam}, s.handleExport)
+}
+
+// exportBound parses an export's from or to: an RFC 3339 time, or a negative duration
+// from now such as -24h.
+func exportBound(field, v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if strings.HasPrefix(v, "-") {
+		if d, err := time.ParseDuration(v); err == nil {
+			return now.Add(d), nil
+		}
+	} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	return time.Time{}, store.Invalid(store.FieldError{Field: field, Message: "must be an RFC 3339 time or a duration before now such as -24h"})
+}
+
+// handleExport streams a model's records as NDJSON or Parquet (?format=, default ndjson),
+// optionally within ?from= and ?to= of record time. The answer is streamed from one read
+// transaction; an error after the first byte cuts the connection, so a client never
+// takes a truncated file for a whole one (a cut Parquet file has no footer).
+func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := r.URL.Query()
+	format := q.Get("format")
+	if format == "" {
+		format = warehouse.FormatNDJSON
+	}
+	ctype := map[string]string{warehouse.FormatNDJSON: "application/x-ndjson", warehouse.FormatParquet: "application/vnd.apache.parquet"}[format]
+	if ctype == "" {
+		return store.Invalid(store.FieldError{Field: "format", Message: "must be ndjson or parquet"})
+	}
+	now := s.now()
+	var rng warehouse.ExportRange
+	var err error
+	if rng.From, err = exportBound("from", q.Get("from"), now); err != nil {
+		return err
+	}
+	if rng.To, err = exportBound("to", q.Get("to"), now); err != nil {
+		return err
+	}
+	m, err := s.store.ModelByKey(c.project.ID, c.params.ByName("key"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, m.Key, format))
+	w.Header().Set("Cache-Control", "no-store")
+	log, err := s.records.Existing(m.WarehouseID)
+	if errors.Is(err, warehouse.ErrNoFile) {
+		log = nil // no records yet: an empty file of the format
+	} else if err != nil {
+		return err
+	}
+	cw := &countingWriter{w: w}
+	if log == nil {
+		_, err = warehouse.ExportEmpty(&m, format, cw)
+	} else {
+		_, err = log.Export(r.Context(), &m, rng, format, cw)
+	}
+	if err != nil {
+		if cw.n == 0 {
+			return err
+		}
+		s.log.Warn("export cut short", "model", m.Key, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
+}
+
+// countingWriter counts what reached the client.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"lookout/auth"
 	"lookout/query"
 	"lookout/store"
@@ -860,5 +862,63 @@ func TestQueryMetrics(t *testing.T) {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestConsoleExport: a member downloads a model's records as NDJSON or Parquet, whole or
+// by record time; bad formats and bounds are 400s, and users who may not see the project
+// get what every project route answers them.
+func TestConsoleExport(t *testing.T) {
+	qw := newQueryWorld(t, nil)
+	w := qw.w
+	p := "/api/v1/projects/" + qw.project + "/models"
+	ndjson := func(url string, n int, has, hasNot []string) {
+		t.Helper()
+		r := qw.do("GET", url, bearer(w.memberSes), nil)
+		if r.status != 200 || r.header.Get("Content-Type") != "application/x-ndjson" || strings.Count(r.body, "\n") != n {
+			t.Fatalf("%s: %d %v %q", url, r.status, r.header, r.body)
+		}
+		for _, s := range has {
+			if !strings.Contains(r.body, s) {
+				t.Errorf("%s lacks %s", url, s)
+			}
+		}
+		for _, s := range hasNot {
+			if strings.Contains(r.body, s) {
+				t.Errorf("%s has %s", url, s)
+			}
+		}
+	}
+	ndjson(p+"/events/export", 6, []string{`{"id":"a1","tenant":"a","country":"NL","amount":10,"qty":1,"ok":true,"ts":"2026-11-21T13:00:00Z","_received_at":"`, `"id":"b2"`, `"_client_id":"ic_`}, nil)
+	ndjson(p+"/events/export?format=ndjson&from=2026-11-21T00:00:00Z&to=2026-11-21T13:00:00Z", 2, []string{`"id":"a2"`, `"id":"b2"`}, []string{`"id":"a3"`, `"id":"a1"`})
+	// A relative bound counts back from the server's clock.
+	from := qw.clock.Now().Add(-time.Hour)
+	n := 0
+	for _, ts := range []string{"2026-11-21T13:00:00Z", "2026-11-21T12:00:00Z", "2026-11-19T14:00:00Z", "2026-11-21T13:30:00Z", "2026-11-21T13:00:00Z", "2026-11-21T11:00:00Z"} {
+		if at, _ := time.Parse(time.RFC3339, ts); !at.Before(from) {
+			n++
+		}
+	}
+	ndjson(p+"/events/export?from=-1h", n, nil, []string{`"id":"a3"`})
+
+	r := qw.do("GET", p+"/events/export?format=parquet", bearer(w.memberSes), nil)
+	if r.status != 200 || r.header.Get("Content-Type") != "application/vnd.apache.parquet" || !strings.Contains(r.header.Get("Content-Disposition"), `filename="events.parquet"`) {
+		t.Fatalf("parquet: %d %v", r.status, r.header)
+	}
+	f, err := parquet.OpenFile(strings.NewReader(r.body), int64(len(r.body)))
+	if err != nil || f.NumRows() != 6 {
+		t.Fatalf("parquet file: %v rows, %v", f, err)
+	}
+
+	strangerStatus := qw.do("GET", "/api/v1/projects/"+qw.project, bearer(w.strangerSes), nil).status
+	for _, sc := range []scenario{
+		{name: "bad format", method: "GET", auth: bearer(w.memberSes), url: p + "/events/export?format=csv", status: 400, contains: []string{`"field":"format"`}},
+		{name: "bad from", method: "GET", auth: bearer(w.memberSes), url: p + "/events/export?from=yesterday", status: 400, contains: []string{`"field":"from"`}},
+		{name: "unknown model", method: "GET", auth: bearer(w.memberSes), url: p + "/nope/export", status: 404},
+		{name: "no session", method: "GET", url: p + "/events/export", status: 401},
+		{name: "a management token", method: "GET", auth: qw.all, url: p + "/events/export", status: 401},
+		{name: "stranger", method: "GET", auth: bearer(w.strangerSes), url: p + "/events/export", status: strangerStatus, notContains: []string{`"id":"a1"`}},
+	} {
+		t.Run(sc.name, func(t *testing.T) { qw.run(t, sc) })
 	}
 }

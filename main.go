@@ -54,7 +54,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "./lookout-data", "directory holding lookout.db, lookout.key and lookout.sock")
 	root.PersistentFlags().StringVar(&g.masterKeyFile, "master-key-file", "", "master key file (default <data-dir>/lookout.key; LOOKOUT_MASTER_KEY gives the key itself)")
 	root.PersistentFlags().BoolVar(&g.insecureKeyPerms, "insecure-key-permissions", false, "accept a master key file that the group or other accounts may read (for file systems without Unix modes)")
-	root.AddCommand(newServeCommand(g), newAdminCommand(g), newTokenCommand(g), newBackupCommand(g),
+	root.AddCommand(newServeCommand(g), newAdminCommand(g), newTokenCommand(g), newBackupCommand(g), newExportCommand(g),
 		newCheckCommand(g), newVersionCommand(), newBenchCommand())
 	return root
 }

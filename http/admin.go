@@ -23,6 +23,7 @@ func (s *Server) AdminHandler() http.Handler {
 	m.handle(http.MethodGet, "/v1/warehouses", route{}, s.handleAdminWarehouses)
 	m.handle(http.MethodGet, "/v1/backup/warehouses/:id", route{}, s.handleAdminBackupWarehouse)
 	m.handle(http.MethodGet, "/v1/check", route{}, s.handleAdminCheck)
+	m.handle(http.MethodGet, "/v1/export", route{}, s.handleAdminExport)
 	return m.r
 }
 

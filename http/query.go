@@ -31,9 +31,9 @@ func (s *Server) registerConsoleQueryRoutes(m *mux) {
 	m.handle(http.MethodGet, p+"/projects/:id/models/:key/export", route{auth: authSession, target: targetProjectParam}, s.handleExport)
 }
 
-// exportBound parses an export's from or to: an RFC 3339 time, or a negative duration
-// from now such as -24h.
-func exportBound(field, v string, now time.Time) (time.Time, error) {
+// ParseExportBound parses an export's from or to (RFC 3339, or a negative duration from
+// now such as -24h); the CLI uses it too. Returns validation_failed naming field.
+func ParseExportBound(field, v string, now time.Time) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
@@ -52,6 +52,20 @@ func exportBound(field, v string, now time.Time) (time.Time, error) {
 // transaction; an error after the first byte cuts the connection, so a client never
 // takes a truncated file for a whole one (a cut Parquet file has no footer).
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) error {
+	return s.export(w, r, c.project.ID, c.params.ByName("key"))
+}
+
+// handleAdminExport is the export for `lookout export` while serve holds the data dir:
+// ?project_id=&model= name the model.
+func (s *Server) handleAdminExport(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := r.URL.Query()
+	if q.Get("project_id") == "" || q.Get("model") == "" {
+		return store.Invalid(store.FieldError{Field: "model", Message: "project_id and model are required"})
+	}
+	return s.export(w, r, q.Get("project_id"), q.Get("model"))
+}
+
+func (s *Server) export(w http.ResponseWriter, r *http.Request, projectID, key string) error {
 	q := r.URL.Query()
 	format := q.Get("format")
 	if format == "" {
@@ -64,13 +78,13 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) e
 	now := s.now()
 	var rng warehouse.ExportRange
 	var err error
-	if rng.From, err = exportBound("from", q.Get("from"), now); err != nil {
+	if rng.From, err = ParseExportBound("from", q.Get("from"), now); err != nil {
 		return err
 	}
-	if rng.To, err = exportBound("to", q.Get("to"), now); err != nil {
+	if rng.To, err = ParseExportBound("to", q.Get("to"), now); err != nil {
 		return err
 	}
-	m, err := s.store.ModelByKey(c.project.ID, c.params.ByName("key"))
+	m, err := s.store.ModelByKey(projectID, key)
 	if err != nil {
 		return err
 	}

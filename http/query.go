@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,10 +49,9 @@ func ParseExportBound(field, v string, now time.Time) (time.Time, error) {
 	return time.Time{}, store.Invalid(store.FieldError{Field: field, Message: "must be an RFC 3339 time or a duration before now such as -24h"})
 }
 
-// handleExport streams a model's records as NDJSON or Parquet (?format=, default ndjson),
-// optionally within ?from= and ?to= of record time. The answer is streamed from one read
-// transaction; an error after the first byte cuts the connection, so a client never
-// takes a truncated file for a whole one (a cut Parquet file has no footer).
+// handleExport sends a model's records as NDJSON or Parquet (?format=, default ndjson),
+// optionally within ?from= and ?to= of record time, from one consistent read, with its
+// Content-Length: a client can always tell a cut download from a whole one.
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request, c *call) error {
 	return s.export(w, r, c.project.ID, c.params.ByName("key"))
 }
@@ -88,42 +89,56 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, projectID, key s
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, m.Key, format))
-	w.Header().Set("Cache-Control", "no-store")
 	log, err := s.records.Existing(m.WarehouseID)
 	if errors.Is(err, warehouse.ErrNoFile) {
 		log = nil // no records yet: an empty file of the format
 	} else if err != nil {
 		return err
 	}
-	cw := &countingWriter{w: w}
+	// The export is written to an unlinked temporary file first, then sent: the read
+	// transaction lasts as long as a local write, never as long as a slow client takes
+	// (an open read transaction keeps the warehouse file from growing, which would hold
+	// back ingest). Exports run at most maxExports at a time, which bounds that disk use.
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	default:
+		return retryAfter{err: errf(store.CodeUnavailable, "%d exports are running: try again shortly", maxExports), after: 5 * time.Second}
+	}
+	tmp, err := os.CreateTemp("", "lookout-export-")
+	if err != nil {
+		return err
+	}
+	os.Remove(tmp.Name())
+	defer tmp.Close()
 	if log == nil {
-		_, err = warehouse.ExportEmpty(&m, format, cw)
+		_, err = warehouse.ExportEmpty(&m, format, tmp)
 	} else {
-		_, err = log.Export(r.Context(), &m, rng, format, cw)
+		_, err = log.Export(r.Context(), &m, rng, format, tmp)
 	}
 	if err != nil {
-		if cw.n == 0 {
-			return err
-		}
-		s.log.Warn("export cut short", "model", m.Key, "err", err)
-		panic(http.ErrAbortHandler)
+		return err
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", ctype)
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, m.Key, format))
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, tmp); err != nil {
+		s.log.Warn("export cut short", "model", m.Key, "err", err) // the client sees a short body
 	}
 	return nil
 }
 
-// countingWriter counts what reached the client.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += int64(n)
-	return n, err
-}
+// maxExports bounds the exports running at once (each writes a temporary file).
+const maxExports = 2
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request, c *call) error {
 	corsHeaders(w.Header())

@@ -3,6 +3,7 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -908,6 +909,20 @@ func TestConsoleExport(t *testing.T) {
 	f, err := parquet.OpenFile(strings.NewReader(r.body), int64(len(r.body)))
 	if err != nil || f.NumRows() != 6 {
 		t.Fatalf("parquet file: %v rows, %v", f, err)
+	}
+
+	if r.header.Get("Content-Length") != fmt.Sprint(len(r.body)) {
+		t.Fatalf("Content-Length %q for %d bytes", r.header.Get("Content-Length"), len(r.body))
+	}
+	// Every export slot taken: the next one is told to come back.
+	for range maxExports {
+		qw.srv.exports <- struct{}{}
+	}
+	if busy := qw.do("GET", p+"/events/export", bearer(w.memberSes), nil); busy.status != 503 || busy.header.Get("Retry-After") == "" {
+		t.Fatalf("with every slot taken: %d %v", busy.status, busy.header)
+	}
+	for range maxExports {
+		<-qw.srv.exports
 	}
 
 	strangerStatus := qw.do("GET", "/api/v1/projects/"+qw.project, bearer(w.strangerSes), nil).status

@@ -32,6 +32,7 @@ import (
 // Server holds the services the handlers call and builds the listeners' handlers.
 type Server struct {
 	alerts  *alerts.Service
+	exports chan struct{} // a slot per export running (maxExports)
 	store   *store.Store
 	auth    *auth.Service
 	log     *slog.Logger
@@ -128,6 +129,7 @@ func NewServer(c Config) *Server {
 		ingest:        c.Ingest, wsIngestPath: c.WSIngestPath, records: c.Records, wsDiscover: c.WSDiscover, ingestURL: c.IngestURL,
 		cursors: newCursorCodec(c.CursorKey),
 		alerts:  c.Alerts,
+		exports: make(chan struct{}, maxExports),
 	}
 	if s.alerts == nil {
 		s.alerts = alerts.New(alerts.Config{Store: c.Store, Clock: alerts.ClockOf(c.Now), Log: c.Log})

@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	apphttp "lookout/http"
+	"lookout/store"
 	"lookout/warehouse"
 )
 
@@ -45,7 +48,10 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 				return err
 			}
 			defer d.Close()
-			return writeOut(cmd.OutOrStdout(), o.out, func(w io.Writer) error { return exportTo(cmd.Context(), g, d, o, w) })
+			// Ctrl-C stops the export between blocks, and the partial file goes.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return writeOut(cmd.OutOrStdout(), o.out, func(w io.Writer) error { return exportTo(ctx, g, d, o, w) })
 		},
 	}
 	f := cmd.Flags()
@@ -63,7 +69,11 @@ func newExportCommand(g *globalOptions) *cobra.Command {
 func exportTo(ctx context.Context, g *globalOptions, d *dataAccess, o *exportOptions, w io.Writer) error {
 	if d.client != nil {
 		q := url.Values{"project_id": {o.project}, "model": {o.model}, "format": {o.format}, "from": {o.from}, "to": {o.to}}
-		resp, err := d.client.Get("http://lookout/v1/export?" + q.Encode())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://lookout/v1/export?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := d.client.Do(req)
 		if err != nil {
 			return err
 		}
@@ -88,6 +98,13 @@ func exportTo(ctx context.Context, g *globalOptions, d *dataAccess, o *exportOpt
 	m, err := d.store.ModelByKey(o.project, o.model)
 	if err != nil {
 		return err
+	}
+	wh, err := d.store.Warehouse(o.project, m.WarehouseID)
+	if err != nil {
+		return err
+	}
+	if wh.Type != store.WarehouseEmbedded {
+		return fmt.Errorf("model %q writes to a %s warehouse: export reads the embedded warehouse only", m.Key, wh.Type)
 	}
 	log, err := warehouse.OpenReadOnlyLog(g.dataDir, m.WarehouseID)
 	if errors.Is(err, os.ErrNotExist) {
@@ -124,5 +141,14 @@ func writeOut(stdout io.Writer, path string, write func(io.Writer) error) error 
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// The rename lasts only once the directory is on disk too.
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }

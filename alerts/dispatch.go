@@ -320,11 +320,14 @@ func (d *Dispatcher) Pass() (time.Time, bool) {
 		pl := limiter(d.prLim, q.projectID, DeliveriesPerProjectPerMinute)
 		tc, tp := promised(nextCh, q.channelID, cl), promised(nextPr, q.projectID, pl)
 		if tc.After(now) || tp.After(now) {
+			// Only the bucket that holds this delivery back moves on: a backlog on one
+			// channel must not push the project's other channels back.
 			at, reason := tc, WaitChannelRate
 			if tp.After(tc) {
 				at, reason = tp, WaitProjectRate
+				nextPr[q.projectID] = at.Add(prEvery)
 			}
-			nextCh[q.channelID], nextPr[q.projectID] = at.Add(chEvery), at.Add(prEvery)
+			nextCh[q.channelID] = at.Add(chEvery)
 			d.wait(waits, id, q, reason, at)
 			continue
 		}
@@ -615,7 +618,7 @@ func (d *Dispatcher) send(c *claim) {
 
 // finish records a send's outcome: delivered; failed with its next attempt scheduled; or
 // dead_letter after MaxAttempts or a permanent refusal. A send cut by shutdown goes back to
-// pending, attempt not counted.
+// pending, to go again first thing after the next start.
 func (d *Dispatcher) finish(c *claim, r result) {
 	cut := r.err != nil && d.sendCtx.Err() != nil
 	var dl store.Delivery
@@ -627,7 +630,9 @@ func (d *Dispatcher) finish(c *claim, r result) {
 		dl.LastStatus = r.status
 		switch {
 		case cut:
-			dl.Status, dl.Attempts, dl.NextAttemptAt = store.DeliveryPending, dl.Attempts-1, &now
+			// Counted as an attempt: the receiver may have seen it, so it must not become
+			// a merge target again (more occurrences under an id already processed).
+			dl.Status, dl.NextAttemptAt = store.DeliveryPending, &now
 		case r.err == nil:
 			dl.Status, dl.DeliveredAt, dl.NextAttemptAt, dl.LastError = store.DeliveryDelivered, &now, nil, ""
 		default:

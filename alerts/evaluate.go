@@ -665,11 +665,24 @@ func canonical(typ string, raw []byte) []byte {
 		}
 	case store.TypeNumber:
 		if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+			if f == 0 {
+				f = 0 // -0 is 0, as the warehouse folds it
+			}
 			if b, err := json.Marshal(f); err == nil {
 				return b
 			}
 		}
-	case store.TypeString, store.TypeTimestamp:
+	case store.TypeTimestamp:
+		// One instant, one spelling: RFC 3339 in UTC, to the microsecond (an offset, a
+		// fraction of zeros or epoch milliseconds name the same time).
+		var v any = json.Number(raw)
+		if s, ok := warehouse.StringValue(raw); ok {
+			v = s
+		}
+		if us, ok := cond.TimeValue(v); ok {
+			return strconv.AppendQuote(nil, time.UnixMicro(us).UTC().Format(time.RFC3339Nano))
+		}
+	case store.TypeString:
 		if raw[0] == '"' && bytes.IndexByte(raw, '\\') >= 0 {
 			if s, ok := warehouse.StringValue(raw); ok {
 				var b bytes.Buffer

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -89,55 +90,79 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, projectID, key s
 	if err != nil {
 		return err
 	}
+	wh, err := s.store.Warehouse(projectID, m.WarehouseID)
+	if err != nil {
+		return err
+	}
+	if wh.Type != store.WarehouseEmbedded {
+		return errf(store.CodeConflict, "model %q writes to a %s warehouse: export reads the embedded warehouse only", m.Key, wh.Type)
+	}
 	log, err := s.records.Existing(m.WarehouseID)
 	if errors.Is(err, warehouse.ErrNoFile) {
 		log = nil // no records yet: an empty file of the format
 	} else if err != nil {
 		return err
 	}
-	// The export is written to an unlinked temporary file first, then sent: the read
-	// transaction lasts as long as a local write, never as long as a slow client takes
-	// (an open read transaction keeps the warehouse file from growing, which would hold
-	// back ingest). Exports run at most maxExports at a time, which bounds that disk use.
-	select {
-	case s.exports <- struct{}{}:
-		defer func() { <-s.exports }()
-	default:
-		return retryAfter{err: errf(store.CodeUnavailable, "%d exports are running: try again shortly", maxExports), after: 5 * time.Second}
-	}
-	tmp, err := os.CreateTemp("", "lookout-export-")
+	// The export is written to an unlinked temporary file in the data dir first, then
+	// sent: the read transaction lasts as long as a local write, never as long as a slow
+	// client takes (an open read transaction keeps the warehouse file from growing, which
+	// would hold back ingest). At most maxExports are written at a time; sending holds no
+	// slot, and each write to the client must make progress within backupStall.
+	tmp, size, err := s.writeExport(r.Context(), log, &m, rng, format)
 	if err != nil {
 		return err
 	}
-	os.Remove(tmp.Name())
 	defer tmp.Close()
-	if log == nil {
-		_, err = warehouse.ExportEmpty(&m, format, tmp)
-	} else {
-		_, err = log.Export(r.Context(), &m, rng, format, tmp)
-	}
-	if err != nil {
-		return err
-	}
-	size, err := tmp.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
 	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, m.Key, format))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, tmp); err != nil {
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	if _, err := io.Copy(deadlineWriter{w: w, rc: rc}, tmp); err != nil {
 		s.log.Warn("export cut short", "model", m.Key, "err", err) // the client sees a short body
 	}
 	return nil
 }
 
-// maxExports bounds the exports running at once (each writes a temporary file).
+// writeExport writes an export into a temporary file, holding one of maxExports slots,
+// and returns the file rewound and its size.
+func (s *Server) writeExport(ctx context.Context, log *warehouse.RecordLog, m *store.Model, rng warehouse.ExportRange, format string) (*os.File, int64, error) {
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	default:
+		return nil, 0, retryAfter{err: errf(store.CodeUnavailable, "%d exports are being written: try again shortly", maxExports), after: 5 * time.Second}
+	}
+	tmp, err := s.records.ExportFile()
+	if err != nil {
+		return nil, 0, err
+	}
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	if log == nil {
+		_, err = warehouse.ExportEmpty(m, format, bw)
+	} else {
+		_, err = log.Export(ctx, m, rng, format, bw)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	var size int64
+	if err == nil {
+		size, err = tmp.Seek(0, io.SeekCurrent)
+	}
+	if err == nil {
+		_, err = tmp.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		tmp.Close()
+		return nil, 0, err
+	}
+	return tmp, size, nil
+}
+
+// maxExports bounds the exports being written at once.
 const maxExports = 2
 
 func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -80,6 +82,21 @@ func (l *RecordLog) Export(ctx context.Context, m *store.Model, r ExportRange, f
 		err = out.close()
 	}
 	return n, err
+}
+
+// ExportFile returns an unlinked temporary file in the data dir (the disk the data is on,
+// not a /tmp that may be small or in memory) for an export to be written to before it is
+// sent.
+func (rs *RecordStore) ExportFile() (*os.File, error) {
+	f, err := os.CreateTemp(filepath.Dir(rs.dir), ".export-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // ExportEmpty writes what Export writes for a model without records: nothing as NDJSON, a

@@ -486,3 +486,54 @@ func FuzzRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// TestPruneHistory: deliveries that ended are kept 30 days and resolved incidents 90 (with
+// their occurrences and deliveries); open incidents and queued deliveries stay whatever
+// their age, and the indexes stay consistent (the fixture checks the file at cleanup).
+func TestPruneHistory(t *testing.T) {
+	f := newFixture(t)
+	rc := newReceiver(t, f.clock)
+	ch, _ := f.webhook(rc.srv.URL)
+	f.alert(ch)
+	f.ingest(order("o1", "DE", "failed", 1), order("o2", "FR", "failed", 1))
+	f.runFor(time.Minute)
+	incs := f.incidents(store.IncidentFilter{})
+	if len(incs) != 2 {
+		t.Fatalf("incidents %+v", incs)
+	}
+	if _, err := f.svc.Resolve(f.project, incs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	f.runFor(time.Minute)
+	if n := len(f.deliveries(store.DeliveryFilter{Status: store.DeliveryDelivered})); n != 3 {
+		t.Fatalf("%d delivered, want 2 openings and a resolution", n)
+	}
+	// A test delivery that never gets through stays queued however old it is.
+	rc.answer = func(int, *http.Request) (int, http.Header, string) { return 503, nil, "" }
+	if _, err := f.svc.TestChannel(f.project, ch); err != nil {
+		t.Fatal(err)
+	}
+	f.runFor(time.Minute)
+
+	if d, i, err := f.svc.PruneHistory(); err != nil || d != 0 || i != 0 {
+		t.Fatalf("young history pruned: %d %d %v", d, i, err)
+	}
+	f.clock.Advance(31 * 24 * time.Hour)
+	if d, i, err := f.svc.PruneHistory(); err != nil || d != 3 || i != 0 {
+		t.Fatalf("after 31 days: %d deliveries, %d incidents, %v", d, i, err)
+	}
+	f.clock.Advance(60 * 24 * time.Hour)
+	if d, i, err := f.svc.PruneHistory(); err != nil || d != 0 || i != 1 {
+		t.Fatalf("after 91 days: %d deliveries, %d incidents, %v", d, i, err)
+	}
+	left := f.incidents(store.IncidentFilter{})
+	if len(left) != 1 || left[0].Status != store.IncidentOpen {
+		t.Fatalf("left %+v", left)
+	}
+	if q := f.deliveries(store.DeliveryFilter{}); len(q) != 1 || q[0].Kind != store.NoticeTest || !q[0].Queued() {
+		t.Fatalf("deliveries left %+v", q)
+	}
+	if _, err := f.svc.Incident(f.project, incs[0].ID); !store.IsCode(err, store.CodeNotFound) {
+		t.Fatalf("the pruned incident: %v", err)
+	}
+}

@@ -22,6 +22,7 @@ type Service struct {
 	Now   func() time.Time
 
 	clock    Clock
+	log      *slog.Logger
 	eval     *Evaluator
 	disp     *Dispatcher
 	stop     context.CancelFunc
@@ -58,7 +59,7 @@ func New(c Config) *Service {
 	if c.Client == nil {
 		c.Client = &http.Client{Timeout: c.SendTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	s := &Service{Store: c.Store, Now: c.Clock.Now, clock: c.Clock}
+	s := &Service{Store: c.Store, Now: c.Clock.Now, clock: c.Clock, log: c.Log}
 	s.eval = newEvaluator(s, c.Log)
 	s.disp = newDispatcher(s, c)
 	return s
@@ -76,9 +77,46 @@ func (s *Service) Start() {
 	for range workers {
 		go func() { defer s.evalDone.Done(); s.eval.work() }()
 	}
-	s.done.Add(2)
+	s.done.Add(3)
 	go func() { defer s.done.Done(); s.eval.runFlusher(s.stopEval) }()
 	go func() { defer s.done.Done(); s.disp.Run(ctx) }()
+	go func() { defer s.done.Done(); s.pruneLoop(ctx) }()
+}
+
+// How long alerting history is kept: deliveries that ended (delivered or dead_letter),
+// and resolved incidents with their occurrences and deliveries.
+const (
+	KeepDeliveries = 30 * 24 * time.Hour
+	KeepIncidents  = 90 * 24 * time.Hour
+	PruneEvery     = time.Hour
+	pruneBatch     = 1000
+)
+
+func (s *Service) pruneLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.clock.After(PruneEvery):
+		}
+		if _, _, err := s.PruneHistory(); err != nil {
+			s.log.Warn("alerts: pruning old incidents and deliveries failed; trying again in an hour", "err", err)
+		}
+	}
+}
+
+// PruneHistory deletes deliveries that ended more than KeepDeliveries ago and incidents
+// resolved more than KeepIncidents ago, in transactions of a bounded size, and returns how
+// many of each went.
+func (s *Service) PruneHistory() (deliveries, incidents int, err error) {
+	now := s.Now()
+	for {
+		d, i, err := s.Store.PruneAlertHistory(now.Add(-KeepDeliveries), now.Add(-KeepIncidents), pruneBatch)
+		deliveries, incidents = deliveries+d, incidents+i
+		if err != nil || (d < pruneBatch && i < pruneBatch) {
+			return deliveries, incidents, err
+		}
+	}
 }
 
 // Close evaluates what is queued, flushes the last matches, stops dispatching and waits

@@ -479,3 +479,80 @@ func (s *Store) AlertStateDigest() (string, error) {
 	})
 	return hex.EncodeToString(h.Sum(nil)), err
 }
+
+// PruneAlertHistory deletes, oldest first and at most limit of each in one transaction,
+// deliveries that ended (delivered or dead_letter) before doneBefore, and incidents
+// resolved before resolvedBefore with their occurrences and every delivery of theirs that
+// is no longer queued (an incident with a delivery still queued waits for it). It returns
+// how many of each went; call it again while either equals limit.
+func (s *Store) PruneAlertHistory(doneBefore, resolvedBefore time.Time, limit int) (deliveries, incidents int, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		deliveries, incidents = 0, 0
+		t := &IncidentTx{s: s, tx: tx, Now: s.now()}
+		var ids []string
+		c := tx.Bucket(bucketDeliveries).Cursor()
+		for k, v := c.First(); k != nil && deliveries+len(ids) < limit; k, v = c.Next() {
+			var d Delivery
+			if err := getJSONBytes(v, &d); err != nil {
+				return err
+			}
+			if !d.CreatedAt.Before(doneBefore) {
+				break // ids are time-ordered: the rest are younger
+			}
+			if !d.Queued() {
+				ids = append(ids, d.ID)
+			}
+		}
+		for _, id := range ids {
+			d, err := t.Delivery(id)
+			if err != nil {
+				return err
+			}
+			if err := t.DeleteDelivery(&d); err != nil {
+				return err
+			}
+			deliveries++
+		}
+		var incs []Incident
+		c = tx.Bucket(bucketIncidents).Cursor()
+		for k, v := c.First(); k != nil && len(incs) < limit; k, v = c.Next() {
+			var inc Incident
+			if err := getJSONBytes(v, &inc); err != nil {
+				return err
+			}
+			if !inc.CreatedAt.Before(resolvedBefore) {
+				break
+			}
+			if inc.Status == IncidentResolved && inc.ResolvedAt != nil && inc.ResolvedAt.Before(resolvedBefore) {
+				incs = append(incs, inc)
+			}
+		}
+	next:
+		for i := range incs {
+			inc := &incs[i]
+			ds, err := t.IncidentDeliveries(inc.ID)
+			if err != nil {
+				return err
+			}
+			for j := range ds {
+				if ds[j].Queued() {
+					continue next
+				}
+			}
+			for j := range ds {
+				if err := t.DeleteDelivery(&ds[j]); err != nil {
+					return err
+				}
+			}
+			if err := tx.Bucket(bucketOccurrences).Delete([]byte(inc.ID)); err != nil {
+				return err
+			}
+			if err := deleteRes(tx, KindIncident, inc); err != nil {
+				return err
+			}
+			incidents++
+		}
+		return nil
+	})
+	return deliveries, incidents, err
+}

@@ -90,14 +90,7 @@ func TestDeliveriesSurviveSIGKILL(t *testing.T) {
 	for _, country := range []string{"DE", "FR", "NL"} {
 		fmt.Fprintf(&body, `{"id":"o-%s","country":%q,"status":"failed"}`+"\n", country, country)
 	}
-	req, _ := http.NewRequest("POST", listenerURL(t, p, "ingest")+"/ingest?schema=orders", &body)
-	req.Header.Set("Authorization", "ApiKey "+key)
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 202 {
-		t.Fatalf("ingest: %v %v", resp, err)
-	}
-	resp.Body.Close()
+	postNDJSON(t, p, key, "orders", body.Bytes())
 	const want = 3 * 4 // three incidents, four channels each
 
 	waitArrivals := func(n int) {

@@ -29,14 +29,7 @@ func TestExportCommand(t *testing.T) {
 	for i := range 50 {
 		fmt.Fprintf(&body, `{"id":"o-%d","amount":%d.5,"paid":%t}`+"\n", i, i, i%2 == 0)
 	}
-	req, _ := http.NewRequest("POST", listenerURL(t, p, "ingest")+"/ingest?schema=orders", &body)
-	req.Header.Set("Authorization", "ApiKey "+key)
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != 202 {
-		t.Fatalf("ingest: %v %v", resp, err)
-	}
-	resp.Body.Close()
+	postNDJSON(t, p, key, "orders", body.Bytes())
 
 	args := []string{"export", "--data-dir", dir, "--project", pid, "--model", "orders"}
 	online := run(t, "", false, args...)
@@ -82,4 +75,18 @@ func checkParquet(t *testing.T, path string, rows int64) {
 	if strings.Join(names, ",") != "_client_id,_ingest_id,_received_at,amount,id,paid" {
 		t.Fatalf("columns %v", names)
 	}
+}
+
+// postNDJSON ingests NDJSON into a model of a running server and fails the test unless
+// every record is acknowledged (202).
+func postNDJSON(t *testing.T, p *proc, key, schema string, body []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", listenerURL(t, p, "ingest")+"/ingest?schema="+schema, bytes.NewReader(body))
+	req.Header.Set("Authorization", "ApiKey "+key)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 202 {
+		t.Fatalf("ingest: %v %v", resp, err)
+	}
+	resp.Body.Close()
 }

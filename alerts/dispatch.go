@@ -209,10 +209,13 @@ func (d *Dispatcher) release(channelID string) {
 // recover puts deliveries a crash left delivering back to pending (to go out again with
 // the same id) and loads the queue.
 func (d *Dispatcher) recover() error {
-	var all []store.Delivery
+	var all, recent []store.Delivery
 	err := d.svc.Store.UpdateIncidents(func(t *store.IncidentTx) error {
 		var err error
 		if all, err = t.QueuedDeliveries(); err != nil {
+			return err
+		}
+		if recent, err = t.RecentAttempts(d.clock.Now().Add(-time.Minute)); err != nil {
 			return err
 		}
 		now := d.clock.Now()
@@ -232,6 +235,14 @@ func (d *Dispatcher) recover() error {
 	d.mu.Lock()
 	for i := range all {
 		d.put(&all[i])
+	}
+	// The buckets start where the last process left them: each attempt of the last minute
+	// spends its token again, at its time, so a restart never opens a fresh budget.
+	sort.Slice(recent, func(i, j int) bool { return store.LastAttempt(&recent[i]).Before(store.LastAttempt(&recent[j])) })
+	for i := range recent {
+		at := store.LastAttempt(&recent[i])
+		limiter(d.chLim, recent[i].ChannelID, DeliveriesPerChannelPerMinute).ReserveN(at, 1)
+		limiter(d.prLim, recent[i].ProjectID, DeliveriesPerProjectPerMinute).ReserveN(at, 1)
 	}
 	d.mu.Unlock()
 	return nil

@@ -556,3 +556,33 @@ func (s *Store) PruneAlertHistory(doneBefore, resolvedBefore time.Time, limit in
 	})
 	return deliveries, incidents, err
 }
+
+// RecentAttempts returns the deliveries attempted at or after since (their last attempt:
+// delivered_at, or the last update of one still failing or delivering), scanning back from
+// the newest delivery through those created up to an hour before since: what a restarted
+// dispatcher needs to start its rate buckets where the last process left them.
+func (t *IncidentTx) RecentAttempts(since time.Time) ([]Delivery, error) {
+	var out []Delivery
+	c := t.tx.Bucket(bucketDeliveries).Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		var d Delivery
+		if err := getJSONBytes(v, &d); err != nil {
+			return nil, err
+		}
+		if d.CreatedAt.Before(since.Add(-time.Hour)) {
+			break
+		}
+		if d.Attempts > 0 && !LastAttempt(&d).Before(since) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// LastAttempt is when a delivery was last tried, as well as the record tells.
+func LastAttempt(d *Delivery) time.Time {
+	if d.DeliveredAt != nil {
+		return *d.DeliveredAt
+	}
+	return d.UpdatedAt
+}

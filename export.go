@@ -86,14 +86,9 @@ func exportTo(ctx context.Context, g *globalOptions, d *dataAccess, o *exportOpt
 		_, err = io.Copy(w, resp.Body) // a cut stream ends in an error here
 		return err
 	}
-	var rng warehouse.ExportRange
-	var err error
-	now := time.Now()
-	if rng.From, err = apphttp.ParseExportBound("from", o.from, now); err != nil {
-		return fmt.Errorf("--from %s", err)
-	}
-	if rng.To, err = apphttp.ParseExportBound("to", o.to, now); err != nil {
-		return fmt.Errorf("--to %s", err)
+	rng, err := apphttp.ParseExportRange(o.from, o.to, time.Now())
+	if err != nil {
+		return err
 	}
 	m, err := d.store.ModelByKey(o.project, o.model)
 	if err != nil {

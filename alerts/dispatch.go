@@ -143,7 +143,7 @@ func (d *Dispatcher) enqueue(dl *store.Delivery) {
 
 func (d *Dispatcher) put(dl *store.Delivery) {
 	q := d.queue[dl.ID]
-	if q != nil && dl.Version < q.version && q.status != "" {
+	if q != nil && dl.Version < q.version {
 		return // a newer write (a retry) got here first
 	}
 	if !dl.Queued() {
@@ -206,6 +206,13 @@ func (d *Dispatcher) release(channelID string) {
 	d.poke()
 }
 
+// requeue puts a delivery that was delivering when its outcome was lost (a crash, a failed
+// write) back to pending, to go at once with the same id: at least once, never lost.
+func requeue(t *store.IncidentTx, dl *store.Delivery, now time.Time) error {
+	dl.Status, dl.NextAttemptAt, dl.WaitingReason = store.DeliveryPending, &now, ""
+	return t.SaveDelivery(dl)
+}
+
 // recover puts deliveries a crash left delivering back to pending (to go out again with
 // the same id) and loads the queue.
 func (d *Dispatcher) recover() error {
@@ -221,8 +228,7 @@ func (d *Dispatcher) recover() error {
 		now := d.clock.Now()
 		for i := range all {
 			if dl := &all[i]; dl.Status == store.DeliveryDelivering {
-				dl.Status, dl.NextAttemptAt, dl.WaitingReason = store.DeliveryPending, &now, ""
-				if err := t.SaveDelivery(dl); err != nil {
+				if err := requeue(t, dl, now); err != nil {
 					return err
 				}
 			}
@@ -259,7 +265,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-d.clock.After(time.Second):
 		}
 	}
 	for {
@@ -489,8 +495,7 @@ func (d *Dispatcher) unstick(ids []string, now time.Time) {
 				return err
 			}
 			if dl.Status == store.DeliveryDelivering {
-				dl.Status, dl.NextAttemptAt, dl.WaitingReason = store.DeliveryPending, &now, ""
-				if err := t.SaveDelivery(&dl); err != nil {
+				if err := requeue(t, &dl, now); err != nil {
 					return err
 				}
 			}
@@ -509,9 +514,6 @@ func (d *Dispatcher) unstick(ids []string, now time.Time) {
 		return
 	}
 	for i := range back {
-		if q := d.queue[back[i].ID]; q != nil {
-			q.status = "" // let put take the stored state whatever its version
-		}
 		d.put(&back[i])
 	}
 }

@@ -87,20 +87,18 @@ type evalGen struct {
 	models sync.Map // projectID 0 model key -> *modelAlerts (nil: no enabled alert)
 }
 
-// pendingGroup is the folded matches of one (alert, group).
 // groupID names one group of one alert: the alert id and the group's JSON.
 type groupID struct{ alertID, group string }
 
+// pendingGroup is the folded matches of one (alert, group).
 type pendingGroup struct {
-	alertID  string
-	groupStr string // group as a string, for keys
-	m        *matcher
-	group    []byte
-	count    int64
-	first    time.Time
-	last     time.Time
-	occ      []pendingOcc // the latest, up to OccurrencesKept: a ring once full
-	head     int          // the oldest once the ring is full
+	m     *matcher
+	group []byte
+	count int64
+	first time.Time
+	last  time.Time
+	occ   []pendingOcc // the latest, up to OccurrencesKept: a ring once full
+	head  int          // the oldest once the ring is full
 }
 
 type pendingOcc struct {
@@ -123,7 +121,6 @@ type Evaluator struct {
 	wake    chan struct{}                         // urgent: a group not written lately
 	lazy    chan struct{}                         // matches of recently written groups
 	known   map[groupID]struct{}                  // groups written lately
-	flushed chan struct{}                         // closed and replaced after every flush (tests wait on it)
 
 	closing bool // Close is under way: Match no longer waits for room
 
@@ -138,7 +135,7 @@ type Evaluator struct {
 }
 
 func newEvaluator(svc *Service, log *slog.Logger) *Evaluator {
-	e := &Evaluator{svc: svc, log: log, pending: map[groupID]*pendingGroup{}, byRaw: map[*matcher]map[string]*pendingGroup{}, wake: make(chan struct{}, 1), lazy: make(chan struct{}, 1), known: map[groupID]struct{}{}, flushed: make(chan struct{})}
+	e := &Evaluator{svc: svc, log: log, pending: map[groupID]*pendingGroup{}, byRaw: map[*matcher]map[string]*pendingGroup{}, wake: make(chan struct{}, 1), lazy: make(chan struct{}, 1), known: map[groupID]struct{}{}}
 	e.room = sync.NewCond(&e.mu)
 	e.qcond = sync.NewCond(&e.qmu)
 	return e
@@ -336,7 +333,7 @@ func (e *Evaluator) Match(b Batch) {
 			g := groupObject(m.groupName, m.group, r.raw, ma.types)
 			id := groupID{m.alertID, string(g)}
 			if pg = e.pending[id]; pg == nil {
-				pg = &pendingGroup{alertID: m.alertID, m: m, group: g, groupStr: id.group, first: at}
+				pg = &pendingGroup{m: m, group: g, first: at}
 				e.pending[id] = pg
 				_, known := e.known[id]
 				urgent = urgent || !known
@@ -550,9 +547,7 @@ func (r *recordEval) parse(slot int) uint8 {
 				r.str[slot], st = s, stString
 			}
 		case store.TypeInteger:
-			if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-				r.in[slot], st = n, stInt
-			} else if n, ok := cond.IntValue(json.Number(raw)); ok { // 5.0, 1e1
+			if n, ok := rawInt(raw); ok {
 				r.in[slot], st = n, stInt
 			}
 		case store.TypeNumber:
@@ -562,11 +557,7 @@ func (r *recordEval) parse(slot int) uint8 {
 		case store.TypeBoolean:
 			st = stBool
 		case store.TypeTimestamp:
-			var v any = json.Number(raw) // epoch milliseconds
-			if s, ok := warehouse.StringValue(raw); ok {
-				v = s
-			}
-			if us, ok := cond.TimeValue(v); ok {
+			if us, ok := rawTime(raw); ok {
 				r.in[slot], st = us, stTime
 			}
 		}
@@ -639,6 +630,23 @@ func decodeRaw(raw []byte, v *any) error {
 	return json.Unmarshal(raw, v)
 }
 
+// rawInt reads an integer field's raw value as cond does (5, and also 5.0 or 5e0).
+func rawInt(raw []byte) (int64, bool) {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, true
+	}
+	return cond.IntValue(json.Number(raw))
+}
+
+// rawTime reads a timestamp field's raw value as cond does (an RFC 3339 string, or epoch
+// milliseconds) in µs since the epoch.
+func rawTime(raw []byte) (int64, bool) {
+	if s, ok := warehouse.StringValue(raw); ok {
+		return cond.TimeValue(s)
+	}
+	return cond.TimeValue(json.Number(raw))
+}
+
 // groupObject builds a group's JSON object from raw values, each in its canonical form
 // (canonical): the same values, however a client spelled them, name the same group.
 func groupObject(names []string, slots []int, vals [][]byte, types []string) []byte {
@@ -660,7 +668,7 @@ func canonical(typ string, raw []byte) []byte {
 	}
 	switch typ {
 	case store.TypeInteger:
-		if n, ok := cond.IntValue(json.Number(raw)); ok {
+		if n, ok := rawInt(raw); ok {
 			return strconv.AppendInt(nil, n, 10)
 		}
 	case store.TypeNumber:
@@ -675,22 +683,13 @@ func canonical(typ string, raw []byte) []byte {
 	case store.TypeTimestamp:
 		// One instant, one spelling: RFC 3339 in UTC, to the microsecond (an offset, a
 		// fraction of zeros or epoch milliseconds name the same time).
-		var v any = json.Number(raw)
-		if s, ok := warehouse.StringValue(raw); ok {
-			v = s
-		}
-		if us, ok := cond.TimeValue(v); ok {
+		if us, ok := rawTime(raw); ok {
 			return strconv.AppendQuote(nil, time.UnixMicro(us).UTC().Format(time.RFC3339Nano))
 		}
 	case store.TypeString:
 		if raw[0] == '"' && bytes.IndexByte(raw, '\\') >= 0 {
 			if s, ok := warehouse.StringValue(raw); ok {
-				var b bytes.Buffer
-				enc := json.NewEncoder(&b)
-				enc.SetEscapeHTML(false)
-				if enc.Encode(s) == nil {
-					return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-				}
+				return warehouse.AppendJSONString(nil, s)
 			}
 		}
 	}
@@ -806,18 +805,7 @@ func (e *Evaluator) Flush() bool {
 			e.mu.Unlock()
 		}
 	}
-	e.mu.Lock()
-	close(e.flushed)
-	e.flushed = make(chan struct{})
-	e.mu.Unlock()
 	return ok
-}
-
-// Flushed returns a channel closed after the next flush; tests wait on it.
-func (e *Evaluator) Flushed() <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.flushed
 }
 
 // rangeBuilder collects the matchers that must all hold and bound a numeric field: each
@@ -977,6 +965,9 @@ func batchBytes(b *Batch) int {
 // enqueue queues a batch for the workers, waiting while MaxQueuedBytes are queued. After
 // closeQueue it evaluates on the caller's goroutine.
 func (e *Evaluator) enqueue(b Batch) {
+	if e.model(b.ProjectID, b.ModelKey) == nil {
+		return // no enabled alert on the model: nothing to queue or keep in memory
+	}
 	n := batchBytes(&b)
 	e.qmu.Lock()
 	for e.qbytes > 0 && e.qbytes+n > MaxQueuedBytes && !e.qclosed {

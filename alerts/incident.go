@@ -42,16 +42,16 @@ func (s *Service) applyMatches(p map[groupID]*pendingGroup) error {
 		channels := map[string]*store.Channel{}
 		for _, k := range keys {
 			pg := p[k]
-			a, ok := alertsByID[pg.alertID]
+			a, ok := alertsByID[pg.m.alertID]
 			if !ok {
-				al, err := t.Alert(pg.alertID)
+				al, err := t.Alert(pg.m.alertID)
 				if err != nil && !store.IsCode(err, store.CodeNotFound) {
 					return err
 				}
 				if err == nil && al.Enabled && al.Status == store.StatusActive {
 					a = &al
 				}
-				alertsByID[pg.alertID] = a
+				alertsByID[pg.m.alertID] = a
 			}
 			if a == nil { // disabled or archived since the records matched
 				continue

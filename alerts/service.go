@@ -396,12 +396,7 @@ func groupJSON(m *store.Model, names []string, ev map[string]any) []byte {
 	for i, n := range names {
 		slots[i], types[i] = i, fields[n].Type
 		if v, ok := ev[n]; ok && v != nil {
-			var b bytes.Buffer
-			enc := json.NewEncoder(&b)
-			enc.SetEscapeHTML(false)
-			if enc.Encode(v) == nil {
-				vals[i] = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-			}
+			vals[i], _ = json.Marshal(v) // canonical takes out any escape it adds
 		}
 	}
 	return groupObject(names, slots, vals, types)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"lookout/query"
@@ -34,20 +33,21 @@ func (s *Server) registerConsoleQueryRoutes(m *mux) {
 	m.handle(http.MethodGet, p+"/projects/:id/models/:key/export", route{auth: authSession, target: targetProjectParam}, s.handleExport)
 }
 
-// ParseExportBound parses an export's from or to (RFC 3339, or a negative duration from
-// now such as -24h); the CLI uses it too. Returns validation_failed naming field.
-func ParseExportBound(field, v string, now time.Time) (time.Time, error) {
-	if v == "" {
-		return time.Time{}, nil
+// ParseExportRange reads an export's from and to (query.ParseTimeBound each; from must
+// come before to). Returns validation_failed naming the bad one; the CLI uses it too.
+func ParseExportRange(from, to string, now time.Time) (warehouse.ExportRange, error) {
+	var r warehouse.ExportRange
+	var err error
+	if r.From, err = query.ParseTimeBound(from, now); err != nil {
+		return r, store.Invalid(store.FieldError{Field: "from", Message: err.Error()})
 	}
-	if strings.HasPrefix(v, "-") {
-		if d, err := time.ParseDuration(v); err == nil {
-			return now.Add(d), nil
-		}
-	} else if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t, nil
+	if r.To, err = query.ParseTimeBound(to, now); err != nil {
+		return r, store.Invalid(store.FieldError{Field: "to", Message: err.Error()})
 	}
-	return time.Time{}, store.Invalid(store.FieldError{Field: field, Message: "must be an RFC 3339 time or a duration before now such as -24h"})
+	if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
+		return r, store.Invalid(store.FieldError{Field: "to", Message: "must be after from"})
+	}
+	return r, nil
 }
 
 // handleExport sends a model's records as NDJSON or Parquet (?format=, default ndjson),
@@ -77,13 +77,8 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request, projectID, key s
 	if ctype == "" {
 		return store.Invalid(store.FieldError{Field: "format", Message: "must be ndjson or parquet"})
 	}
-	now := s.now()
-	var rng warehouse.ExportRange
-	var err error
-	if rng.From, err = ParseExportBound("from", q.Get("from"), now); err != nil {
-		return err
-	}
-	if rng.To, err = ParseExportBound("to", q.Get("to"), now); err != nil {
+	rng, err := ParseExportRange(q.Get("from"), q.Get("to"), s.now())
+	if err != nil {
 		return err
 	}
 	m, err := s.store.ModelByKey(projectID, key)

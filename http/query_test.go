@@ -929,6 +929,7 @@ func TestConsoleExport(t *testing.T) {
 	for _, sc := range []scenario{
 		{name: "bad format", method: "GET", auth: bearer(w.memberSes), url: p + "/events/export?format=csv", status: 400, contains: []string{`"field":"format"`}},
 		{name: "bad from", method: "GET", auth: bearer(w.memberSes), url: p + "/events/export?from=yesterday", status: 400, contains: []string{`"field":"from"`}},
+		{name: "from after to", method: "GET", auth: bearer(w.memberSes), url: p + "/events/export?from=2026-11-21T00:00:00Z&to=2026-11-20T00:00:00Z", status: 400, contains: []string{`"field":"to"`, "after from"}},
 		{name: "unknown model", method: "GET", auth: bearer(w.memberSes), url: p + "/nope/export", status: 404},
 		{name: "no session", method: "GET", url: p + "/events/export", status: 401},
 		{name: "a management token", method: "GET", auth: qw.all, url: p + "/events/export", status: 401},

@@ -206,23 +206,30 @@ func compile(req *Request) (*plan, error) {
 	return p, nil
 }
 
-// bound reads one end of a time range: RFC 3339, or a negative duration from now.
+// bound reads one end of a time range in µs since the epoch; ok is false for an open end.
 func bound(s string, now time.Time) (int64, bool, error) {
-	if s == "" {
-		return 0, false, nil
-	}
-	if strings.HasPrefix(s, "-") {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return 0, false, errors.New("must be an RFC 3339 time or a duration before now such as -24h")
-		}
-		return now.Add(d).UnixMicro(), true, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, false, errors.New("must be an RFC 3339 time or a duration before now such as -24h")
+	t, err := ParseTimeBound(s, now)
+	if err != nil || t.IsZero() {
+		return 0, false, err
 	}
 	return t.UnixMicro(), true, nil
+}
+
+// ParseTimeBound reads one end of a time range: an RFC 3339 time, or a negative duration
+// from now such as -24h; "" is an open end (the zero time). Queries' time_range and
+// exports read their bounds with it.
+func ParseTimeBound(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if strings.HasPrefix(s, "-") {
+		if d, err := time.ParseDuration(s); err == nil {
+			return now.Add(d), nil
+		}
+	} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, errors.New("must be an RFC 3339 time or a duration before now such as -24h")
 }
 
 // Run runs a query over a model's data in an embedded warehouse file (nil: the model has

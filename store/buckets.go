@@ -62,7 +62,7 @@ var (
 	// Incidents and the delivery queue (CONTRACTS §6).
 	bucketIncidents       = []byte("alert_incidents.v1")              // incident id -> Incident JSON
 	bucketIncidentsOpen   = []byte("alert_incidents_open.v1")         // alert id 0 group JSON -> incident id, while open or acknowledged
-	bucketOccurrences     = []byte("alert_occurrences.v1")            // incident id 0 big-endian uint64 number -> Occurrence JSON; the latest OccurrencesKept
+	bucketOccurrences     = []byte("alert_occurrences.v1")            // incident id -> JSON array of its latest OccurrencesKept occurrences, oldest first
 	bucketDeliveries      = []byte("alert_deliveries.v1")             // delivery id -> Delivery JSON
 	bucketDeliveryQueue   = []byte("alert_delivery_queue.v1")         // delivery id -> nil, while pending, delivering or failed
 	bucketDeliveriesByInc = []byte("alert_deliveries_by_incident.v1") // incident id 0 delivery id -> nil

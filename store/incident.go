@@ -370,25 +370,6 @@ func (t *IncidentTx) QueuedDeliveries() ([]Delivery, error) {
 	return out, err
 }
 
-// QueueStats counts the queued deliveries by status and finds the oldest pending one's
-// creation time (zero when none waits).
-func (t *IncidentTx) QueueStats() (map[string]int, time.Time, error) {
-	counts := map[string]int{}
-	var oldest time.Time
-	err := t.tx.Bucket(bucketDeliveryQueue).ForEach(func(k, _ []byte) error {
-		d, err := getRes[Delivery](t.tx, KindDelivery, string(k))
-		if err != nil {
-			return err
-		}
-		counts[d.Status]++
-		if d.Status != DeliveryDelivering && (oldest.IsZero() || d.CreatedAt.Before(oldest)) {
-			oldest = d.CreatedAt
-		}
-		return nil
-	})
-	return counts, oldest, err
-}
-
 // IncidentFilter narrows a list of incidents; empty fields keep all.
 type IncidentFilter struct {
 	Status, Severity, AlertID string

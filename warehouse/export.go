@@ -135,7 +135,7 @@ func (e *ndjsonExporter) part(cols []*Column, rows []int) error {
 				b = append(b, ',')
 			}
 			first = false
-			b = appendJSONString(b, e.fields[ci].Name)
+			b = AppendJSONString(b, e.fields[ci].Name)
 			b = append(b, ':')
 			b = appendValue(b, c, i)
 		}
@@ -154,7 +154,7 @@ func (e *ndjsonExporter) close() error { return nil }
 func appendValue(b []byte, c *Column, i int) []byte {
 	switch c.Type {
 	case store.TypeString:
-		return appendJSONString(b, c.Str(i))
+		return AppendJSONString(b, c.Str(i))
 	case store.TypeObject, store.TypeArray:
 		return append(b, c.Str(i)...)
 	case store.TypeInteger:
@@ -171,7 +171,9 @@ func appendValue(b []byte, c *Column, i int) []byte {
 	return append(b, "null"...)
 }
 
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string, without the HTML escapes encoding/json adds
+// by default (a stored value reads back as it was sent).
+func AppendJSONString(b []byte, s string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"lookout/warehouse"
 )
 
 // TestExportCommand: `lookout export` writes the same records online (through the admin
@@ -39,6 +44,22 @@ func TestExportCommand(t *testing.T) {
 	pq := filepath.Join(t.TempDir(), "orders.parquet")
 	run(t, "", false, append(args, "--format", "parquet", "--out", pq)...)
 	checkParquet(t, pq, 50)
+	// Read back with the same library, the Parquet file holds what the query runtime
+	// answers for every field: the same rows, in the same (receive) order, the same values.
+	qc := c.create("/query-clients", map[string]any{"project_id": pid, "name": "q", "adhoc_models": []string{"orders"}})["id"].(string)
+	qkey := c.create("/runtime-api-keys", map[string]any{"project_id": pid, "name": "qk", "kind": "query", "client_id": qc})["key"].(string)
+	queried := queryRows(t, p, qkey, `{"schema":"orders","select":["id","amount","paid","_received_at","_client_id","_ingest_id"],"limit":1000}`)
+	exported := parquetRows(t, pq)
+	if len(exported) != len(queried) || len(queried) != 50 {
+		t.Fatalf("the Parquet file has %d rows, the query answers %d", len(exported), len(queried))
+	}
+	for i := range queried {
+		q, _ := json.Marshal(queried[i])
+		e, _ := json.Marshal(exported[i])
+		if !bytes.Equal(q, e) {
+			t.Fatalf("row %d:\nparquet %s\n  query %s", i, e, q)
+		}
+	}
 	out := run(t, "", true, "export", "--data-dir", dir, "--project", pid, "--model", "nope")
 	if !strings.Contains(out, "not found") {
 		t.Fatalf("unknown model: %s", out)
@@ -74,6 +95,97 @@ func checkParquet(t *testing.T, path string, rows int64) {
 	}
 	if strings.Join(names, ",") != "_client_id,_ingest_id,_received_at,amount,id,paid" {
 		t.Fatalf("columns %v", names)
+	}
+}
+
+// queryRows runs a query through the query listener and returns its rows, each as a map
+// from column name to the value as the query answers it.
+func queryRows(t *testing.T, p *proc, key, body string) []map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest("POST", listenerURL(t, p, "query")+"/query", strings.NewReader(body))
+	req.Header.Set("Authorization", "ApiKey "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env struct {
+		Data struct {
+			Columns []struct{ Name string }
+			Rows    [][]any
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("query %s: %d %v", body, resp.StatusCode, err)
+	}
+	var rows []map[string]any
+	for _, r := range env.Data.Rows {
+		m := map[string]any{}
+		for i, c := range env.Data.Columns {
+			m[c.Name] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// parquetRows reads a Parquet file with parquet-go, each row as a map from column name to
+// the value in the query runtime's form (timestamps as RFC 3339 in UTC, nulls as nil).
+func parquetRows(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := pf.Schema().Fields()
+	r := parquet.NewReader(f)
+	defer r.Close()
+	var out []map[string]any
+	buf := make([]parquet.Row, 16)
+	for {
+		n, err := r.ReadRows(buf)
+		for _, row := range buf[:n] {
+			m := map[string]any{}
+			for _, v := range row {
+				fl := fields[v.Column()]
+				var x any
+				isTime := false // µs, as exported
+				if lt := fl.Type().LogicalType(); lt != nil {
+					_, isTime = lt.Value.(*format.TimestampType)
+				}
+				switch {
+				case v.IsNull():
+				case isTime:
+					x = warehouse.FormatTimestamp(v.Int64())
+				case v.Kind() == parquet.ByteArray:
+					x = v.String()
+				case v.Kind() == parquet.Double:
+					x = v.Double()
+				case v.Kind() == parquet.Boolean:
+					x = v.Boolean()
+				default:
+					x = v.Int64()
+				}
+				m[fl.Name()] = x
+			}
+			out = append(out, m)
+		}
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -81,6 +81,13 @@ func loadDiff(t *testing.T, recs [][]byte, sealEvery int, sealAll bool) *warehou
 	if err != nil {
 		t.Fatal(err)
 	}
+	appendDiff(t, l, recs, sealEvery, sealAll)
+	return l
+}
+
+// appendDiff writes the records into a log as loadDiff describes.
+func appendDiff(t *testing.T, l *warehouse.RecordLog, recs [][]byte, sealEvery int, sealAll bool) {
+	t.Helper()
 	v := warehouse.NewValidator(diffModel)
 	at := diffBase.Add(-time.Hour)
 	policy := warehouse.SealPolicy{MinAge: 0}
@@ -119,7 +126,6 @@ func loadDiff(t *testing.T, recs [][]byte, sealEvery int, sealAll bool) *warehou
 			t.Fatalf("after sealing everything: %+v %v", st, err)
 		}
 	}
-	return l
 }
 
 var diffOps = map[string][]string{
@@ -580,7 +586,35 @@ func naiveAgg(a store.Aggregation, typ string, rows []map[string]any) nval {
 	return best
 }
 
+// diffRunner answers the differential test's queries: one layout of the embedded engine,
+// or an external engine.
+type diffRunner struct {
+	name string
+	run  func(q *store.QuerySpec) (*Result, error)
+}
+
 func TestDifferential(t *testing.T) {
+	differential(t, func(t *testing.T, raws [][]byte) []diffRunner {
+		layouts := []struct {
+			name      string
+			sealEvery int
+			sealAll   bool
+		}{{"log only", 0, false}, {"partly sealed", 3, false}, {"all sealed", 2, true}}
+		var out []diffRunner
+		for _, ly := range layouts {
+			l := loadDiff(t, raws, ly.sealEvery, ly.sealAll)
+			out = append(out, diffRunner{ly.name, func(q *store.QuerySpec) (*Result, error) {
+				return Run(context.Background(), l, &Request{Model: diffModel, Query: q, Now: diffBase, Caps: DefaultCaps})
+			}})
+		}
+		return out
+	})
+}
+
+// differential generates the data sets and queries, and checks every runner's answers
+// against the naive evaluator's. runners loads one data set (as JSON records) and returns
+// the runners over it.
+func differential(t *testing.T, runners func(t *testing.T, raws [][]byte) []diffRunner) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 7))
@@ -592,17 +626,9 @@ func TestDifferential(t *testing.T) {
 				raw, _ := json.Marshal(rec)
 				raws = append(raws, raw)
 			}
-			layouts := []struct {
-				name      string
-				sealEvery int
-				sealAll   bool
-			}{{"log only", 0, false}, {"partly sealed", 3, false}, {"all sealed", 2, true}}
-			logs := make([]*warehouse.RecordLog, len(layouts))
-			for i, ly := range layouts {
-				logs[i] = loadDiff(t, raws, ly.sealEvery, ly.sealAll)
-			}
-			// What was stored, decoded: the naive evaluator reads the log before sealing.
-			err := logs[0].Scan(diffModel.ID, time.Time{}, time.Time{}, func(_, v []byte) error {
+			runs := runners(t, raws)
+			// What was stored, decoded: the naive evaluator reads a log before sealing.
+			err := loadDiff(t, raws, 0, false).Scan(diffModel.ID, time.Time{}, time.Time{}, func(_, v []byte) error {
 				d := json.NewDecoder(bytes.NewReader(v))
 				d.UseNumber()
 				var m map[string]any
@@ -621,15 +647,15 @@ func TestDifferential(t *testing.T) {
 					t.Fatalf("generated an invalid query %+v: %v", q, errs)
 				}
 				want, _ := json.Marshal(naiveRun(decoded, q))
-				for i, l := range logs {
-					res, err := Run(context.Background(), l, &Request{Model: diffModel, Query: &q, Now: diffBase, Caps: DefaultCaps})
+				for _, run := range runs {
+					res, err := run.run(&q)
 					if err != nil {
-						t.Fatalf("%s: query %+v: %v", layouts[i].name, q, err)
+						t.Fatalf("%s: query %+v: %v", run.name, q, err)
 					}
 					got, _ := json.Marshal(res.Rows)
 					if !bytes.Equal(got, want) {
 						qj, _ := json.Marshal(q)
-						t.Fatalf("%s: query %s\n got  %.600s\n want %.600s", layouts[i].name, qj, got, want)
+						t.Fatalf("%s: query %s\n got  %.600s\n want %.600s", run.name, qj, got, want)
 					}
 				}
 			}

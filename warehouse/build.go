@@ -556,3 +556,43 @@ func StringValue(raw []byte) (string, bool) {
 	}
 	return unescape(raw), true
 }
+
+// FieldValue reads one stored JSON value of a field as the column engine reads it, for
+// an external engine's row: nil (missing, null or unreadable), string (string fields; the
+// raw JSON of object and array fields), int64 (integer fields, and timestamps in µs since
+// the epoch), float64 (number, -0 as 0) or bool. One reading, so a record has the same
+// values in every engine.
+func FieldValue(typ string, v []byte) any {
+	if len(v) == 0 || v[0] == 'n' {
+		return nil
+	}
+	switch typ {
+	case store.TypeString:
+		if s, ok := plainString(v); ok {
+			return strings.Clone(s)
+		}
+		return unescape(v)
+	case store.TypeObject, store.TypeArray:
+		return string(v)
+	case store.TypeNumber:
+		f, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), 64)
+		if err != nil {
+			return nil
+		}
+		if f == 0 {
+			f = 0
+		}
+		return f
+	case store.TypeBoolean:
+		return v[0] == 't'
+	case store.TypeInteger:
+		if n, ok := parseInt(v); ok {
+			return n
+		}
+	case store.TypeTimestamp:
+		if us, ok := ParseTimestamp(v); ok {
+			return us
+		}
+	}
+	return nil
+}

@@ -114,6 +114,10 @@ func (rs *RecordStore) Log(warehouseID string) (*RecordLog, error) {
 		return nil, fmt.Errorf("warehouse %s: %w", warehouseID, err)
 	}
 	l := &RecordLog{db: db, path: path}
+	if err := l.loadOutboxMark(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("warehouse %s: %w", warehouseID, err)
+	}
 	rs.logs[warehouseID] = l
 	return l, nil
 }
@@ -448,6 +452,8 @@ type RecordLog struct {
 	lastAppend atomic.Int64
 	// sealWriteNanos is the time Seal has held the file's write lock, all told.
 	sealWriteNanos atomic.Int64
+	// outbox is set when the file buffers records for an external engine (outbox.go).
+	outbox atomic.Bool
 }
 
 // view runs fn in a read transaction.
@@ -496,6 +502,7 @@ type idemRecord struct {
 // returns nil, every record of every non-duplicate batch is on disk.
 func (l *RecordLog) Append(batches []*AppendBatch) error {
 	defer l.lastAppend.Store(time.Now().UnixNano())
+	outbox := l.outbox.Load()
 	return l.update(func(tx *bolt.Tx) error {
 		idem := tx.Bucket(bucketIdempotency)
 		var buckets map[string]*bolt.Bucket
@@ -542,6 +549,11 @@ func (l *RecordLog) Append(batches []*AppendBatch) error {
 				putKey(k[:], us, seq)
 				if err := lb.Put(k[:], e.value); err != nil {
 					return err
+				}
+				if outbox {
+					if err := indexEntry(tx, b.ModelID, seq, k[:]); err != nil {
+						return err
+					}
 				}
 			}
 			if b.IdemKey != nil {

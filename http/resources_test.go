@@ -122,6 +122,8 @@ func TestResourceScopeMatrix(t *testing.T) {
 		{"warehouses", "GET", "/warehouses?project_id=" + p, nil},
 		{"warehouses", "POST", "/warehouses", map[string]any{"project_id": p, "name": "w", "type": "embedded"}},
 		{"warehouses", "GET", "/warehouses/" + f.warehouse, nil},
+		{"warehouses", "PUT", "/warehouses/" + f.warehouse, map[string]any{"name": "w2"}},
+		{"warehouses", "POST", "/warehouses/" + f.warehouse + "/test", nil},
 		{"warehouses", "GET", "/warehouse-credentials?project_id=" + p, nil},
 		{"warehouses", "POST", "/warehouse-credentials", map[string]any{"project_id": p, "name": "c", "type": "token", "secret": "abc"}},
 		{"warehouses", "GET", "/warehouse-credentials/" + f.credential, nil},
@@ -354,7 +356,7 @@ func TestWarehouses(t *testing.T) {
 		{name: "embedded with config", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "e", "type": "embedded", "config": map[string]any{"host": "db"}}, status: 400, contains: []string{`"field":"config"`}},
 		{name: "foreign credential", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "pg", "type": "postgres", "config": map[string]any{"host": "db", "database": "d"}, "credential_id": "whc_nope"}, status: 400, contains: []string{`"field":"credential_id"`}},
 		{name: "bad type", method: "POST", url: url, auth: all, body: map[string]any{"project_id": p, "name": "x", "type": "oracle"}, status: 400, contains: []string{`"field":"type"`}},
-		{name: "no update route", method: "PUT", url: url + "/wh_x", auth: all, body: map[string]any{}, status: 405},
+		{name: "update of an unknown id", method: "PUT", url: url + "/wh_x", auth: all, body: map[string]any{}, status: 404},
 		{name: "unknown id", method: "GET", url: url + "/wh_nope", auth: all, status: 404},
 	} {
 		t.Run(sc.name, func(t *testing.T) { h.run(t, sc) })
@@ -569,7 +571,7 @@ func TestEveryResourceAnswers404And412(t *testing.T) {
 		update   any
 	}{
 		{"/models", f.model, map[string]any{"description": "x"}},
-		{"/warehouses", f.warehouse, nil},
+		{"/warehouses", f.warehouse, map[string]any{"name": "x"}},
 		{"/warehouse-credentials", f.credential, map[string]any{"name": "x"}},
 		{"/ingest-clients", f.ingest, map[string]any{"name": "x"}},
 		{"/query-clients", f.query, map[string]any{"name": "x"}},

@@ -33,8 +33,10 @@ func (s *Server) registerResourceRoutes(m *mux, b base) {
 	r("GET", "/warehouses", "warehouses", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.Warehouse, string, error) {
 		return st.ListWarehouses(pid, q.Get("type"), p)
 	}))
-	r("POST", "/warehouses", "warehouses", targetProjectBody, none, createH(st.CreateWarehouse))
+	r("POST", "/warehouses", "warehouses", targetProjectBody, none, s.handleCreateWarehouse)
 	r("GET", "/warehouses/:id", "warehouses", targetResourceParam, store.KindWarehouse, getH(st.Warehouse))
+	r("PUT", "/warehouses/:id", "warehouses", targetResourceParam, store.KindWarehouse, s.handleUpdateWarehouse)
+	r("POST", "/warehouses/:id/test", "warehouses", targetResourceAction, store.KindWarehouse, s.handleTestWarehouse)
 
 	r("GET", "/warehouse-credentials", "warehouses", targetProjectQuery, none, listH(s, func(pid string, q url.Values, p store.Page) ([]store.WarehouseCredential, string, error) {
 		return st.ListCredentials(pid, q.Get("type"), p)

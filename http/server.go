@@ -60,6 +60,8 @@ type Server struct {
 	query        *query.Service
 	queryTimeout time.Duration
 	queryQuotas  *limits.Quotas
+
+	testWarehouse func(ctx context.Context, w store.Warehouse, username, secret string) error
 }
 
 // Config wires a Server.
@@ -105,6 +107,15 @@ type Config struct {
 	Sealer *warehouse.Sealer
 	// Alerts is the alerting service; nil means one over Store with Now.
 	Alerts *alerts.Service
+	// TestWarehouse connects to an external warehouse (postgres, clickhouse) as the user
+	// name and secret of its credential, and returns nil when the engine answers and
+	// accepts them; main passes one that opens the engine, pings it and closes it. Its
+	// error should be a warehouse/external Error, whose message is the engine's own with
+	// secrets taken out (any other error shows as a generic sentence). Creating or
+	// updating an external warehouse calls it before anything is written, and
+	// POST /warehouses/{id}/test calls it on demand, each with a context that ends after
+	// 10 s. nil skips the check on writes (tests, tools), and the test route answers 503.
+	TestWarehouse func(ctx context.Context, w store.Warehouse, username, secret string) error
 }
 
 // NewServer returns a Server.
@@ -131,6 +142,7 @@ func NewServer(c Config) *Server {
 		alerts:  c.Alerts,
 		exports: make(chan struct{}, maxExports),
 	}
+	s.testWarehouse = c.TestWarehouse
 	if s.alerts == nil {
 		s.alerts = alerts.New(alerts.Config{Store: c.Store, Clock: alerts.ClockOf(c.Now), Log: c.Log})
 	}

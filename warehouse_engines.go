@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"lookout/store"
+	"lookout/warehouse/clickhouse"
+	"lookout/warehouse/external"
+	"lookout/warehouse/postgres"
+)
+
+// dialWarehouse opens the engine of an external warehouse, signing in as username with
+// secret (its credential's). Opening checks the configuration only; Ping connects. An
+// error is an external.Error (its message safe to show) or, for an embedded or unknown
+// type, a plain error.
+func dialWarehouse(w store.Warehouse, username, secret string) (external.Engine, error) {
+	var (
+		e   external.Engine
+		err error
+	)
+	switch w.Type {
+	case store.WarehouseClickHouse:
+		var ch *clickhouse.Engine
+		ch, err = clickhouse.Open(clickhouse.Config{URL: w.Config.URL, Database: w.Config.Database, User: username, Password: secret})
+		e = ch
+	case store.WarehousePostgres:
+		var pg *postgres.Engine
+		pg, err = postgres.Open(postgres.Config{Host: w.Config.Host, Port: w.Config.Port, Database: w.Config.Database,
+			Schema: w.Config.Schema, SSLMode: w.Config.SSLMode, User: username, Password: secret})
+		e = pg
+	default:
+		return nil, fmt.Errorf("warehouse type %q has no external engine", w.Type)
+	}
+	if err != nil {
+		var ee *external.Error
+		if !errors.As(err, &ee) {
+			// Open's own configuration complaints are plain errors: give them the engine's
+			// name and keep the secret out, so the caller may show them.
+			err = external.Errorf(w.Type, []string{secret}, "%s", err)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// testWarehouse is http.Config.TestWarehouse: open the engine, ping it, close it.
+func testWarehouse(ctx context.Context, w store.Warehouse, username, secret string) error {
+	e, err := dialWarehouse(w, username, secret)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	return e.Ping(ctx)
+}

@@ -22,7 +22,7 @@ import (
 // Results belong in docs/performance.md with the command line that produced them.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Load-test a running lookout over loopback"}
-	cmd.AddCommand(newBenchMgmtCommand(), newBenchStartupCommand(), newBenchIngestCommand(), newBenchQueryCommand(), newBenchAlertsCommand())
+	cmd.AddCommand(newBenchMgmtCommand(), newBenchStartupCommand(), newBenchIngestCommand(), newBenchQueryCommand(), newBenchAlertsCommand(), newBenchSinkCommand())
 	return cmd
 }
 

@@ -97,40 +97,7 @@ func newBenchQueryCommand() *cobra.Command {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			for _, q := range benchQueries {
-				var times []time.Duration
-				var answer string
-				for run := 0; run <= o.runs; run++ {
-					t0 := time.Now()
-					req, _ := http.NewRequestWithContext(cmd.Context(), http.MethodPost, fx.QueryURL+"/query", strings.NewReader(q.body))
-					req.Header.Set("Authorization", "ApiKey "+qkey)
-					req.Header.Set("Content-Type", "application/json")
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						return err
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					d := time.Since(t0)
-					if resp.StatusCode != http.StatusOK {
-						return fmt.Errorf("query %s: %s %s", q.name, resp.Status, b)
-					}
-					if run > 0 {
-						times = append(times, d)
-					}
-					var env struct {
-						Data struct {
-							Rows  json.RawMessage `json:"rows"`
-							Stats json.RawMessage `json:"stats"`
-						} `json:"data"`
-					}
-					json.Unmarshal(b, &env)
-					answer = fmt.Sprintf("rows=%.80s stats=%s", env.Data.Rows, env.Data.Stats)
-				}
-				slices.Sort(times)
-				fmt.Fprintf(cmd.OutOrStdout(), "query=%s median=%s min=%s max=%s runs=%d %s\n", q.name, ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)-1]), len(times), answer)
-			}
-			return nil
+			return timeQueries(cmd, fx.QueryURL, qkey, o.runs)
 		},
 	}
 	f := cmd.Flags()
@@ -154,4 +121,43 @@ func metricValue(base, name string) (float64, error) {
 		}
 	}
 	return 0, errors.New(name + " is not in /metrics")
+}
+
+// timeQueries times each of benchQueries runs times (after one untimed run) on a query
+// listener and prints one line per query with the median.
+func timeQueries(cmd *cobra.Command, queryURL, qkey string, runs int) error {
+	for _, q := range benchQueries {
+		var times []time.Duration
+		var answer string
+		for run := 0; run <= runs; run++ {
+			t0 := time.Now()
+			req, _ := http.NewRequestWithContext(cmd.Context(), http.MethodPost, queryURL+"/query", strings.NewReader(q.body))
+			req.Header.Set("Authorization", "ApiKey "+qkey)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			d := time.Since(t0)
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("query %s: %s %s", q.name, resp.Status, b)
+			}
+			if run > 0 {
+				times = append(times, d)
+			}
+			var env struct {
+				Data struct {
+					Rows  json.RawMessage `json:"rows"`
+					Stats json.RawMessage `json:"stats"`
+				} `json:"data"`
+			}
+			json.Unmarshal(b, &env)
+			answer = fmt.Sprintf("rows=%.80s stats=%s", env.Data.Rows, env.Data.Stats)
+		}
+		slices.Sort(times)
+		fmt.Fprintf(cmd.OutOrStdout(), "query=%s median=%s min=%s max=%s runs=%d %s\n", q.name, ms(times[len(times)/2]), ms(times[0]), ms(times[len(times)-1]), len(times), answer)
+	}
+	return nil
 }

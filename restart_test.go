@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"lookout/internal/testsrv"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,8 +29,10 @@ func TestResourcesReadBackAfterRestart(t *testing.T) {
 	}
 	pid := mk("/projects", map[string]any{"workspace_id": ws, "name": "Restart"})
 	model := mk("/models", map[string]any{"project_id": pid, "key": "events", "fields": []map[string]any{{"name": "kind", "type": "string", "required": true}, {"name": "n", "type": "integer"}}})
-	cred := mk("/warehouse-credentials", map[string]any{"project_id": pid, "name": "pg", "type": "password", "username": "u", "secret": "restart-secret-value"})
-	wh := mk("/warehouses", map[string]any{"project_id": pid, "name": "pg", "type": "postgres", "config": map[string]any{"host": "db", "database": "x"}, "credential_id": cred})
+	// An external warehouse is connected to when created: a real PostgreSQL on loopback.
+	pg := testsrv.Postgres(t)
+	cred := mk("/warehouse-credentials", map[string]any{"project_id": pid, "name": "pg", "type": "password", "username": pg.User, "secret": pg.Password})
+	wh := mk("/warehouses", map[string]any{"project_id": pid, "name": "pg", "type": "postgres", "config": map[string]any{"host": "127.0.0.1", "port": pg.Port, "database": pg.Database, "sslmode": "disable"}, "credential_id": cred})
 	ca := mk("/client-cas", map[string]any{"project_id": pid, "name": "ca", "certificate_pem": string(caPEM)})
 	ic := mk("/ingest-clients", map[string]any{"project_id": pid, "name": "in", "models": []string{"events"}})
 	if st, env := c.do("PUT", "/management/v1/ingest-clients/"+ic+"/authentication", map[string]any{"methods": []string{"api_key", "mtls", "jwt"},

@@ -28,6 +28,7 @@ import (
 	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
+	"lookout/warehouse/sink"
 )
 
 // serveOptions are serve's flags (each also read from LOOKOUT_<FLAG>).
@@ -50,6 +51,7 @@ type serveOptions struct {
 	idleTimeout                 time.Duration
 	bodyReadTimeout             time.Duration
 	queryTimeout                time.Duration
+	sinkMaxLag                  int64
 	ingestReadIdle              time.Duration
 	ingestMinRate               int64
 }
@@ -102,6 +104,7 @@ func newServeCommand(g *globalOptions) *cobra.Command {
 	f.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "how long a client may take to send a request's headers (every listener)")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open (every listener)")
 	f.DurationVar(&o.queryTimeout, "query-timeout", apphttp.DefaultQueryTimeout, "how long one query may run; past it the query is stopped and answers 503")
+	f.Int64Var(&o.sinkMaxLag, "sink-max-lag", sink.DefaultMaxLag, "records a model of an external warehouse may have waiting to ship before ingest answers 503 (Retry-After) instead of filling the disk")
 	f.DurationVar(&o.bodyReadTimeout, "body-read-timeout", apphttp.DefaultBodyReadTimeout, "how long a console, Management or query request body may take to arrive in full; slower bodies get 408")
 	f.DurationVar(&o.ingestReadIdle, "ingest-read-idle-timeout", apphttp.DefaultIngestReadIdle, "how long an ingest body may send nothing before the request ends (streams have no overall deadline)")
 	f.Int64Var(&o.ingestMinRate, "ingest-min-rate", apphttp.DefaultIngestMinRate, "least average rate, in bytes per second, an ingest body must keep beyond its first idle period (-1: no rate rule)")
@@ -211,6 +214,7 @@ type Main struct {
 	Records *warehouse.RecordStore
 	Ingest  *ingest.Service
 	Sealer  *warehouse.Sealer
+	Sink    *sink.Manager
 	Query   *query.Service
 	Auth    *auth.Service
 	Alerts  *alerts.Service
@@ -231,6 +235,8 @@ type Main struct {
 	flushDone   chan struct{}
 	sealStop    context.CancelFunc
 	sealDone    chan struct{}
+	sinkStop    context.CancelFunc
+	sinkDone    chan struct{}
 	wg          sync.WaitGroup
 }
 
@@ -296,9 +302,13 @@ func (m *Main) Open() (err error) {
 			md, err := m.Store.ModelByID(id)
 			return &md, err
 		}}
-	m.Query = &query.Service{Store: m.Store, Records: m.Records, Now: m.Now, Caps: query.DefaultCaps}
+	// The sink ships the outboxes of external warehouses; ingest asks it before writing
+	// to one (a sink far behind refuses), queries share its engines.
+	m.Sink = &sink.Manager{Store: m.Store, Records: m.Records, Dial: dialWarehouse, Now: m.Now, Log: m.Log, MaxLag: m.opts.sinkMaxLag}
+	m.Ingest.Admit = m.Sink.Admit
+	m.Query = &query.Service{Store: m.Store, Records: m.Records, Now: m.Now, Caps: query.DefaultCaps, Engine: m.Sink.Engine}
 	m.HTTP = apphttp.NewServer(apphttp.Config{
-		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer, Alerts: m.Alerts,
+		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer, Alerts: m.Alerts, Sink: m.Sink, TestWarehouse: testWarehouse,
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,
@@ -325,6 +335,10 @@ func (m *Main) Open() (err error) {
 	sealCtx, m.sealStop = context.WithCancel(context.Background())
 	m.sealDone = make(chan struct{})
 	go func() { defer close(m.sealDone); m.Sealer.Run(sealCtx) }()
+	var sinkCtx context.Context
+	sinkCtx, m.sinkStop = context.WithCancel(context.Background())
+	m.sinkDone = make(chan struct{})
+	go func() { defer close(m.sinkDone); m.Sink.Run(sinkCtx) }()
 
 	if err := m.startAdminSocket(); err != nil {
 		return err
@@ -529,6 +543,10 @@ func (m *Main) Close(ctx context.Context) error {
 	if m.sealStop != nil {
 		m.sealStop() // a seal under way finishes its transaction first
 		<-m.sealDone
+	}
+	if m.sinkStop != nil {
+		m.sinkStop() // a batch under way is abandoned: it is shipped again after the next start
+		<-m.sinkDone
 	}
 	if m.Records != nil {
 		if err := m.Records.Close(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"lookout/alerts"
 	"lookout/query"
 	"lookout/warehouse"
+	"lookout/warehouse/sink"
 )
 
 // metrics are the Prometheus series of one Server, in their own registry so several servers
@@ -165,4 +166,31 @@ func (c alertCollector) Collect(ch chan<- prometheus.Metric) {
 		per = float64(nanos) / 1e9 / float64(recs)
 	}
 	ch <- prometheus.MustNewConstMetric(alertPerRecordDesc, prometheus.GaugeValue, per)
+}
+
+// sinkCollector reads the sink workers' figures at scrape time: one series per (warehouse,
+// model) being shipped.
+type sinkCollector struct{ m *sink.Manager }
+
+var (
+	sinkLagDesc = prometheus.NewDesc("lookout_sink_lag_records",
+		"Records committed locally that the model's external warehouse has not confirmed yet.", []string{"warehouse_id", "model_id"}, nil)
+	sinkErrorsDesc = prometheus.NewDesc("lookout_sink_errors_total",
+		"Failed attempts to ship a model's records to its external warehouse (each is retried with backoff).", []string{"warehouse_id", "model_id"}, nil)
+	sinkShippedDesc = prometheus.NewDesc("lookout_sink_shipped_records_total",
+		"Records the external warehouse confirmed.", []string{"warehouse_id", "model_id"}, nil)
+)
+
+func (sinkCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- sinkLagDesc
+	ch <- sinkErrorsDesc
+	ch <- sinkShippedDesc
+}
+
+func (c sinkCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.m.Statuses() {
+		ch <- prometheus.MustNewConstMetric(sinkLagDesc, prometheus.GaugeValue, float64(st.LagRecords), st.WarehouseID, st.ModelID)
+		ch <- prometheus.MustNewConstMetric(sinkErrorsDesc, prometheus.CounterValue, float64(st.Errors), st.WarehouseID, st.ModelID)
+		ch <- prometheus.MustNewConstMetric(sinkShippedDesc, prometheus.CounterValue, float64(st.Shipped), st.WarehouseID, st.ModelID)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
+	"lookout/warehouse/sink"
 )
 
 // DefaultQueryTimeout bounds one query when Config.QueryTimeout is 0.
@@ -224,10 +225,19 @@ type modelStats struct {
 	ModelKey string `json:"model_key"`
 	Status   string `json:"status"`
 	warehouse.ModelStats
+	// Sink is how far the model's records are shipped, for a model of an external
+	// warehouse.
+	Sink *sink.Status `json:"sink,omitempty"`
 }
 
 func (s *Server) handleProjectStats(w http.ResponseWriter, r *http.Request, c *call) error {
 	out := []modelStats{}
+	shipping := map[string]sink.Status{}
+	if s.sink != nil {
+		for _, st := range s.sink.Statuses() {
+			shipping[st.WarehouseID+"/"+st.ModelID] = st
+		}
+	}
 	page := store.Page{Limit: 200}
 	for {
 		models, next, err := s.store.ListModels(c.project.ID, "", page)
@@ -236,6 +246,9 @@ func (s *Server) handleProjectStats(w http.ResponseWriter, r *http.Request, c *c
 		}
 		for _, m := range models {
 			line := modelStats{ModelID: m.ID, ModelKey: m.Key, Status: m.Status}
+			if st, ok := shipping[m.WarehouseID+"/"+m.ID]; ok {
+				line.Sink = &st
+			}
 			data, err := s.records.Existing(m.WarehouseID)
 			switch {
 			case errors.Is(err, warehouse.ErrNoFile): // no records yet: zero figures

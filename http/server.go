@@ -27,6 +27,7 @@ import (
 	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
+	"lookout/warehouse/sink"
 )
 
 // Server holds the services the handlers call and builds the listeners' handlers.
@@ -46,6 +47,7 @@ type Server struct {
 	ingest        *ingest.Service
 	wsIngestPath  string
 	records       *warehouse.RecordStore
+	sink          *sink.Manager
 	wsDiscover    bool
 	ingestURL     string
 	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
@@ -105,6 +107,8 @@ type Config struct {
 	QueryTimeout time.Duration
 	// Sealer, when set, feeds the warehouse metrics.
 	Sealer *warehouse.Sealer
+	// Sink, when set, feeds the sink metrics and the stats' shipping lines.
+	Sink *sink.Manager
 	// Alerts is the alerting service; nil means one over Store with Now.
 	Alerts *alerts.Service
 	// TestWarehouse connects to an external warehouse (postgres, clickhouse) as the user
@@ -167,7 +171,11 @@ func NewServer(c Config) *Server {
 	if s.wsIngestPath == "" {
 		s.wsIngestPath = "/ws/ingest"
 	}
+	s.sink = c.Sink
 	s.metrics = newMetrics(func() float64 { return float64(c.Store.Size()) }, c.Sealer, s.alerts)
+	if c.Sink != nil {
+		s.metrics.reg.MustRegister(sinkCollector{c.Sink})
+	}
 	if c.MetricsToken != "" {
 		sum := sha256.Sum256([]byte(c.MetricsToken))
 		s.metricsToken = sum[:]

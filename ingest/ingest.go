@@ -137,6 +137,9 @@ type Service struct {
 	// hook wants with each record (the alert evaluator's fields). It is asked when a
 	// model is resolved, once per runtime generation.
 	WatchFields func(projectID, modelKey string) []string
+	// Admit, when set, is asked before a request writes to the outbox of a model whose
+	// warehouse is external; an error (503: the sink is too far behind) refuses it.
+	Admit func(warehouseID, modelID string) error
 
 	lim        Limits
 	idemMemory *limits.Budget
@@ -205,7 +208,11 @@ func (s *Service) Open(warehouseIDs []string) error {
 	return nil
 }
 
-func (s *Service) writer(warehouseID string) (*writer, error) {
+func (s *Service) writer(warehouseID string) (*writer, error) { return s.writerFor(warehouseID, false) }
+
+// writerFor returns a warehouse file's writer; outbox marks the file as an external
+// warehouse's outbox the first time (warehouse.RecordStore.Outbox).
+func (s *Service) writerFor(warehouseID string, outbox bool) (*writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -214,7 +221,11 @@ func (s *Service) writer(warehouseID string) (*writer, error) {
 	if w := s.writers[warehouseID]; w != nil {
 		return w, nil
 	}
-	log, err := s.records.Log(warehouseID)
+	open := s.records.Log
+	if outbox {
+		open = s.records.Outbox
+	}
+	log, err := open(warehouseID)
 	if err != nil {
 		return nil, err
 	}
@@ -518,10 +529,15 @@ func (r *run) resolve(schema string) error {
 	if m.Status == store.StatusArchived {
 		return errf(store.CodeConflict, "model %q is archived and takes no more records", schema)
 	}
-	if wh.Type != store.WarehouseEmbedded {
-		return errf(store.CodeConflict, "model %q writes to a %s warehouse, which this version cannot deliver to yet", schema, wh.Type)
+	external := wh.Type != store.WarehouseEmbedded
+	if external && r.s.Admit != nil {
+		// The record log of an external warehouse is its outbox: the 202 stays local and
+		// the sink ships it, unless the sink is so far behind that the disk would fill.
+		if err := r.s.Admit(wh.ID, m.ID); err != nil {
+			return err
+		}
 	}
-	if r.w, err = r.s.writer(wh.ID); err != nil {
+	if r.w, err = r.s.writerFor(wh.ID, external); err != nil {
 		return err
 	}
 	r.model, r.validator, r.watched = m, rm.validator, rm.watched

@@ -13,6 +13,7 @@ import (
 
 	"lookout/store"
 	"lookout/warehouse"
+	"lookout/warehouse/external"
 )
 
 // Forms of a query request, for metrics.
@@ -27,6 +28,9 @@ type Service struct {
 	Records *warehouse.RecordStore
 	Now     func() time.Time
 	Caps    Caps
+	// Engine opens the engine of an external warehouse (the sink's, shared); nil means
+	// queries run on embedded warehouses only.
+	Engine func(w store.Warehouse) (external.Engine, error)
 }
 
 // Caller is a query client as authenticated for one request.
@@ -216,8 +220,16 @@ func (s *Service) exec(ctx context.Context, m *store.Model, warehouseID string, 
 	if err != nil {
 		return nil, err
 	}
+	req := &Request{Model: m, Query: q, Required: required, Now: s.Now(), Caps: s.Caps}
 	if wh.Type != store.WarehouseEmbedded {
-		return nil, store.Errorf(store.CodeConflict, "warehouse %s is of type %s; queries run on embedded warehouses only in this version", wh.ID, wh.Type)
+		if s.Engine == nil {
+			return nil, store.Errorf(store.CodeConflict, "warehouse %s is of type %s, which this server does not query", wh.ID, wh.Type)
+		}
+		eng, err := s.Engine(wh)
+		if err != nil {
+			return nil, store.Errorf(store.CodeUnavailable, "the warehouse could not be reached: %s", external.Message(err))
+		}
+		return RunExternal(ctx, eng, req)
 	}
 	data, err := s.Records.Existing(warehouseID)
 	if errors.Is(err, warehouse.ErrNoFile) {
@@ -226,7 +238,7 @@ func (s *Service) exec(ctx context.Context, m *store.Model, warehouseID string, 
 	if err != nil {
 		return nil, err
 	}
-	return Run(ctx, data, &Request{Model: m, Query: q, Required: required, Now: s.Now(), Caps: s.Caps})
+	return Run(ctx, data, req)
 }
 
 // Bind returns an Analytics API's query with the caller's params in place: each param

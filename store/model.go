@@ -173,9 +173,6 @@ func (m *Model) checkAdditive(next *Model) error {
 	if next.UnknownFields != m.UnknownFields {
 		return conflict("unknown_fields", "unknown_fields cannot change")
 	}
-	if next.WarehouseID != m.WarehouseID {
-		return conflict("warehouse_id", "warehouse_id cannot change")
-	}
 	for i, old := range m.Fields {
 		if i >= len(next.Fields) || next.Fields[i].Name != old.Name {
 			if _, ok := next.Field(old.Name); ok {
@@ -310,6 +307,13 @@ func (s *Store) updateModel(tx *bolt.Tx, projectID, id string, in ModelInput, if
 	}
 	if err := m.validate(); err != nil {
 		return m, err
+	}
+	// warehouse_id may change: that moves the model's data path (records acknowledged from
+	// then on go to the new warehouse; what the old one holds stays there).
+	if m.WarehouseID != old.WarehouseID {
+		if _, err := getInProject[Warehouse](tx, KindWarehouse, projectID, m.WarehouseID); err != nil {
+			return m, Invalid(FieldError{Field: "warehouse_id", Message: "is not a warehouse of this project"})
+		}
 	}
 	return m, touchRes(tx, KindModel, &m, s.now())
 }

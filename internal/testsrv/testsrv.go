@@ -241,7 +241,11 @@ func (s *Server) Stop(t testing.TB) {
 	}
 	cmd, done := s.cmd, s.done
 	s.cmd = nil
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	sig := syscall.SIGTERM
+	if s.Kind == "postgres" {
+		sig = syscall.SIGINT // "fast" shutdown: SIGTERM would wait for every client to leave
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

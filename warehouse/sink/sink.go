@@ -1,0 +1,440 @@
+// Package sink ships the local record logs (outboxes) of models whose warehouse is
+// external to their engine: one worker per (model, warehouse), in commit order, in
+// batches, at least once, with a checkpoint in the outbox file that moves only after the
+// engine confirmed a batch. The engines' idempotent keys (_ingest_id, _seq) make a
+// repeated batch harmless, so a crash between the engine's confirmation and the
+// checkpoint's commit costs a resend, never a duplicate seen through queries.
+//
+// When an engine is down the worker backs off (capped exponential) and ingest keeps
+// acknowledging locally; the lag is visible per model (Status, /metrics) and, past
+// MaxLag records, Admit tells ingest to answer 503 instead of filling the disk.
+package sink
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"lookout/store"
+	"lookout/warehouse"
+	"lookout/warehouse/external"
+)
+
+// Defaults of a Manager's knobs.
+const (
+	DefaultBatch      = 10_000
+	DefaultPoll       = 200 * time.Millisecond
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = time.Minute
+	DefaultMaxLag     = 10_000_000
+	// DefaultRetentionHours is how long shipped records stay in the outbox.
+	DefaultRetentionHours = 24
+)
+
+// discoverEvery is how often the manager looks for new (model, warehouse) pairs.
+const discoverEvery = 2 * time.Second
+
+// trimEvery is how often a worker trims its outbox behind the checkpoint.
+const trimEvery = 30 * time.Second
+
+// Manager runs the sink workers.
+type Manager struct {
+	Store   *store.Store
+	Records *warehouse.RecordStore
+	// Dial opens an engine for a warehouse with its credential's username and secret.
+	Dial func(w store.Warehouse, username, secret string) (external.Engine, error)
+	Now  func() time.Time
+	Log  *slog.Logger
+
+	Batch                  int           // records per insert
+	Poll                   time.Duration // how often an idle worker looks for new records
+	MinBackoff, MaxBackoff time.Duration
+	// MaxLag is how many unshipped records a model may have before Admit refuses more.
+	MaxLag int64
+
+	// Figures for /metrics.
+	Errors  atomic.Int64 // failed engine calls, all told
+	Shipped atomic.Int64 // records the engines confirmed
+
+	mu      sync.Mutex
+	engines map[string]*engineEntry
+	workers map[route]*worker
+	wg      sync.WaitGroup
+	ctx     context.Context
+}
+
+type route struct{ warehouseID, modelID string }
+
+type engineEntry struct {
+	version int // the warehouse's version it was dialled for
+	cred    int // its credential's version
+	eng     external.Engine
+}
+
+// worker ships one model's outbox in one warehouse.
+type worker struct {
+	route
+	projectID string
+
+	lag       atomic.Int64
+	shipped   atomic.Int64
+	errors    atomic.Int64
+	lastError atomic.Pointer[string]
+	lastOK    atomic.Int64 // unix ms of the last confirmed batch
+
+	table        *external.Table
+	tableVersion int
+}
+
+func (m *Manager) defaults() {
+	if m.Batch <= 0 {
+		m.Batch = DefaultBatch
+	}
+	if m.Poll <= 0 {
+		m.Poll = DefaultPoll
+	}
+	if m.MinBackoff <= 0 {
+		m.MinBackoff = DefaultMinBackoff
+	}
+	if m.MaxBackoff <= 0 {
+		m.MaxBackoff = DefaultMaxBackoff
+	}
+	if m.MaxLag <= 0 {
+		m.MaxLag = DefaultMaxLag
+	}
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	if m.Log == nil {
+		m.Log = slog.Default()
+	}
+}
+
+// Run discovers routes and runs their workers until ctx ends, then waits for them.
+func (m *Manager) Run(ctx context.Context) {
+	m.defaults()
+	m.mu.Lock()
+	m.ctx = ctx
+	if m.workers == nil {
+		m.workers = map[route]*worker{}
+	}
+	m.mu.Unlock()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.wg.Wait()
+			m.mu.Lock()
+			for id, e := range m.engines {
+				e.eng.Close()
+				delete(m.engines, id)
+			}
+			m.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		if err := m.discover(); err != nil {
+			m.Log.Error("sink: discover", "err", err)
+		}
+		t.Reset(discoverEvery)
+	}
+}
+
+// discover starts a worker for every model of an external warehouse, and for every model
+// an external warehouse's outbox holds records of (a model that moved away still ships
+// what it left).
+func (m *Manager) discover() error {
+	whs, err := m.Store.ExternalWarehouses()
+	if err != nil {
+		return err
+	}
+	for _, wh := range whs {
+		models, err := m.Store.ModelsIn(wh.ProjectID, wh.ID)
+		if err != nil {
+			return err
+		}
+		ids := map[string]bool{}
+		for _, md := range models {
+			ids[md.ID] = true
+		}
+		if l, err := m.Records.Existing(wh.ID); err == nil {
+			held, err := l.Models()
+			if err != nil {
+				return err
+			}
+			for _, id := range held {
+				ids[id] = true
+			}
+		} else if !errors.Is(err, warehouse.ErrNoFile) {
+			return err
+		}
+		for id := range ids {
+			m.start(route{warehouseID: wh.ID, modelID: id}, wh.ProjectID)
+		}
+	}
+	return nil
+}
+
+// Wake starts at once the workers of the routes discover would find; for tests and for
+// a model just created (otherwise discovery runs every two seconds).
+func (m *Manager) Wake() error { return m.discover() }
+
+func (m *Manager) start(r route, projectID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.workers[r] != nil || m.ctx == nil || m.ctx.Err() != nil {
+		return
+	}
+	w := &worker{route: r, projectID: projectID}
+	m.workers[r] = w
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.work(m.ctx, w)
+	}()
+}
+
+// work ships until ctx ends.
+func (m *Manager) work(ctx context.Context, w *worker) {
+	backoff := time.Duration(0)
+	lastTrim := time.Time{}
+	for {
+		n, err := m.step(ctx, w)
+		if ctx.Err() != nil {
+			return
+		}
+		var wait time.Duration
+		switch {
+		case err != nil:
+			m.Errors.Add(1)
+			w.errors.Add(1)
+			msg := external.Message(err)
+			if !errors.As(err, new(*external.Error)) {
+				msg = err.Error()
+			}
+			w.lastError.Store(&msg)
+			backoff = min(max(2*backoff, m.MinBackoff), m.MaxBackoff)
+			wait = backoff
+			m.Log.Warn("sink: shipping failed; retrying", "warehouse", w.warehouseID, "model", w.modelID, "retry_in", backoff, "err", msg)
+			m.dropEngine(w.warehouseID)
+		case n == 0:
+			backoff = 0
+			wait = m.Poll
+			if now := m.Now(); now.Sub(lastTrim) >= trimEvery {
+				lastTrim = now
+				if err := m.trim(w); err != nil {
+					m.Log.Error("sink: trim", "warehouse", w.warehouseID, "model", w.modelID, "err", err)
+				}
+			}
+		default:
+			backoff = 0
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// step ships one batch and returns how many records it shipped.
+func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
+	l, err := m.Records.Existing(w.warehouseID)
+	if errors.Is(err, warehouse.ErrNoFile) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	st, err := l.OutboxState(w.modelID)
+	if err != nil {
+		return 0, err
+	}
+	w.lag.Store(st.Lag())
+	if st.Lag() == 0 {
+		return 0, nil
+	}
+	md, err := m.Store.ModelByID(w.modelID)
+	if err != nil {
+		return 0, fmt.Errorf("model %s: %w", w.modelID, err)
+	}
+	wh, err := m.Store.Warehouse(w.projectID, w.warehouseID)
+	if err != nil {
+		return 0, fmt.Errorf("warehouse %s: %w", w.warehouseID, err)
+	}
+	eng, err := m.engine(wh)
+	if err != nil {
+		return 0, err
+	}
+	if w.table == nil || w.tableVersion != md.Version {
+		t := external.TableFor(&md)
+		if err := eng.EnsureTable(ctx, t); err != nil {
+			return 0, err
+		}
+		w.table, w.tableVersion = t, md.Version
+	}
+	var rows [][]any
+	last, err := l.ReadOutbox(w.modelID, st.Shipped, m.Batch, func(r *warehouse.OutboxRecord) error {
+		rows = append(rows, w.table.Row(r, nil))
+		return nil
+	})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	if err := eng.Insert(ctx, w.table, rows); err != nil {
+		return 0, err
+	}
+	if err := l.SetShipped(w.modelID, last); err != nil {
+		return 0, err
+	}
+	w.lag.Store(int64(st.Head - last))
+	w.shipped.Add(int64(len(rows)))
+	w.lastOK.Store(m.Now().UnixMilli())
+	w.lastError.Store(nil)
+	m.Shipped.Add(int64(len(rows)))
+	return len(rows), nil
+}
+
+// trim deletes shipped records older than the warehouse's local retention.
+func (m *Manager) trim(w *worker) error {
+	l, err := m.Records.Existing(w.warehouseID)
+	if err != nil {
+		return nil
+	}
+	wh, err := m.Store.Warehouse(w.projectID, w.warehouseID)
+	if err != nil {
+		return nil // the warehouse is gone: keep what is there
+	}
+	hours := wh.Config.LocalRetentionHours
+	if hours <= 0 {
+		hours = DefaultRetentionHours
+	}
+	cutoff := m.Now().Add(-time.Duration(hours) * time.Hour)
+	for {
+		n, err := l.TrimOutbox(w.modelID, cutoff, 256)
+		if err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// engine returns the warehouse's engine, dialled again when the warehouse or its
+// credential changed since.
+func (m *Manager) engine(wh store.Warehouse) (external.Engine, error) {
+	var user, secret string
+	credVersion := 0
+	if wh.CredentialID != "" {
+		c, err := m.Store.Credential(wh.ProjectID, wh.CredentialID)
+		if err != nil {
+			return nil, fmt.Errorf("credential %s: %w", wh.CredentialID, err)
+		}
+		credVersion = c.Version
+		m.mu.Lock()
+		e := m.engines[wh.ID]
+		m.mu.Unlock()
+		if e != nil && e.version == wh.Version && e.cred == credVersion {
+			return e.eng, nil
+		}
+		user = c.Username
+		if secret, err = m.Store.CredentialSecret(wh.ProjectID, wh.CredentialID); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.engines == nil {
+		m.engines = map[string]*engineEntry{}
+	}
+	if e := m.engines[wh.ID]; e != nil {
+		if e.version == wh.Version && e.cred == credVersion {
+			return e.eng, nil
+		}
+		e.eng.Close()
+		delete(m.engines, wh.ID)
+	}
+	eng, err := m.Dial(wh, user, secret)
+	if err != nil {
+		return nil, err
+	}
+	m.engines[wh.ID] = &engineEntry{version: wh.Version, cred: credVersion, eng: eng}
+	return eng, nil
+}
+
+// Engine returns the engine of an external warehouse, for queries.
+func (m *Manager) Engine(wh store.Warehouse) (external.Engine, error) { return m.engine(wh) }
+
+// dropEngine forgets a warehouse's engine after a failure, so the next try dials again.
+func (m *Manager) dropEngine(warehouseID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.engines[warehouseID]; e != nil {
+		e.eng.Close()
+		delete(m.engines, warehouseID)
+	}
+}
+
+// Admit is ingest's check before it accepts records for a model of an external
+// warehouse: past MaxLag unshipped records it answers 503, so an engine that stays down
+// cannot fill the disk.
+func (m *Manager) Admit(warehouseID, modelID string) error {
+	m.mu.Lock()
+	w := m.workers[route{warehouseID, modelID}]
+	m.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	if lag := w.lag.Load(); lag >= m.MaxLag {
+		return store.Errorf(store.CodeUnavailable, "this model's warehouse is %d records behind (the cap is %d): ingest resumes as the sink catches up; check the warehouse's connection", lag, m.MaxLag)
+	}
+	return nil
+}
+
+// Status is where one model's shipping stands.
+type Status struct {
+	ProjectID     string     `json:"-"`
+	ModelID       string     `json:"model_id"`
+	WarehouseID   string     `json:"warehouse_id"`
+	LagRecords    int64      `json:"lag_records"`
+	Shipped       int64      `json:"shipped_records"`
+	Errors        int64      `json:"errors"`
+	LastError     string     `json:"last_error,omitempty"`
+	LastShippedAt *time.Time `json:"last_shipped_at"`
+}
+
+// Statuses lists every worker's status, ordered by warehouse then model.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	ws := make([]*worker, 0, len(m.workers))
+	for _, w := range m.workers {
+		ws = append(ws, w)
+	}
+	m.mu.Unlock()
+	out := make([]Status, 0, len(ws))
+	for _, w := range ws {
+		s := Status{ProjectID: w.projectID, ModelID: w.modelID, WarehouseID: w.warehouseID, LagRecords: w.lag.Load(), Shipped: w.shipped.Load(), Errors: w.errors.Load()}
+		if e := w.lastError.Load(); e != nil {
+			s.LastError = *e
+		}
+		if ms := w.lastOK.Load(); ms > 0 {
+			t := time.UnixMilli(ms).UTC()
+			s.LastShippedAt = &t
+		}
+		out = append(out, s)
+	}
+	sortStatuses(out)
+	return out
+}
+
+func sortStatuses(s []Status) {
+	slices.SortFunc(s, func(a, b Status) int {
+		return cmp.Or(cmp.Compare(a.WarehouseID, b.WarehouseID), cmp.Compare(a.ModelID, b.ModelID))
+	})
+}

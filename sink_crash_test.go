@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -70,19 +68,18 @@ func TestSinkSurvivesSIGKILL(t *testing.T) {
 			defer p.stop(t)
 			waitSinkCaughtUp(t, p.base)
 
-			queryURL := listenerURL(t, p, "query")
-			rows := sinkQueryRows(t, queryURL, qkey, `{"schema":"events","aggregations":[{"fn":"count","as":"n"},{"fn":"count_distinct","field":"event_id","as":"ids"}]}`)
-			total, distinct := rows[0][0].(float64), rows[0][1].(float64)
+			rows := queryRows(t, p, qkey, `{"schema":"events","aggregations":[{"fn":"count","as":"n"},{"fn":"count_distinct","field":"event_id","as":"ids"}]}`)
+			total, distinct := rows[0]["n"].(float64), rows[0]["ids"].(float64)
 			if total != distinct {
 				t.Fatalf("%v records but %v distinct event ids: a record is there twice", total, distinct)
 			}
-			ids := sinkQueryRows(t, queryURL, qkey, `{"schema":"events","select":["event_id"],"limit":10000}`)
+			ids := queryRows(t, p, qkey, `{"schema":"events","select":["event_id"],"limit":10000}`)
 			if float64(len(ids)) != total {
 				t.Fatalf("select gave %d rows, count %v", len(ids), total)
 			}
 			seen := map[string]bool{}
 			for _, r := range ids {
-				seen[r[0].(string)] = true
+				seen[r["event_id"].(string)] = true
 			}
 			missing := 0
 			for id := range acked {
@@ -127,26 +124,4 @@ func waitSinkCaughtUp(t *testing.T, base string) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling the server's background sink
 	}
-}
-
-// sinkQueryRows runs a query on the query listener and returns its rows.
-func sinkQueryRows(t *testing.T, queryURL, key, body string) [][]any {
-	t.Helper()
-	req, _ := http.NewRequest("POST", queryURL+"/query", bytes.NewReader([]byte(body)))
-	req.Header.Set("Authorization", "ApiKey "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var env struct {
-		Error   bool
-		Message string
-		Data    struct{ Rows [][]any }
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("query %s: %d %v %s", body, resp.StatusCode, err, env.Message)
-	}
-	return env.Data.Rows
 }

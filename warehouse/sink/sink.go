@@ -105,9 +105,6 @@ func (m *Manager) defaults() {
 	if m.MaxBackoff <= 0 {
 		m.MaxBackoff = DefaultMaxBackoff
 	}
-	if m.MaxLag <= 0 {
-		m.MaxLag = DefaultMaxLag
-	}
 	if m.Now == nil {
 		m.Now = time.Now
 	}
@@ -382,17 +379,27 @@ func (m *Manager) dropEngine(warehouseID string) {
 }
 
 // Admit is ingest's check before it accepts records for a model of an external
-// warehouse: past MaxLag unshipped records it answers 503, so an engine that stays down
-// cannot fill the disk.
+// warehouse: past MaxLag unshipped records it answers 503 (with Retry-After), so an engine
+// that stays down cannot fill the disk. It reads the outbox's head and checkpoint (one
+// short read transaction), so it is exact whatever the worker is doing.
 func (m *Manager) Admit(warehouseID, modelID string) error {
-	m.mu.Lock()
-	w := m.workers[route{warehouseID, modelID}]
-	m.mu.Unlock()
-	if w == nil {
+	l, err := m.Records.Existing(warehouseID)
+	if errors.Is(err, warehouse.ErrNoFile) {
 		return nil
 	}
-	if lag := w.lag.Load(); lag >= m.MaxLag {
-		return store.Errorf(store.CodeUnavailable, "this model's warehouse is %d records behind (the cap is %d): ingest resumes as the sink catches up; check the warehouse's connection", lag, m.MaxLag)
+	if err != nil {
+		return err
+	}
+	st, err := l.OutboxState(modelID)
+	if err != nil {
+		return err
+	}
+	limit := m.MaxLag
+	if limit <= 0 {
+		limit = DefaultMaxLag
+	}
+	if lag := st.Lag(); lag >= limit {
+		return store.Errorf(store.CodeUnavailable, "this model's warehouse is %d records behind (the cap, --sink-max-lag, is %d): ingest resumes as the sink catches up; check the warehouse's connection (GET /api/v1/projects/{id}/stats)", lag, limit)
 	}
 	return nil
 }
@@ -409,7 +416,8 @@ type Status struct {
 	LastShippedAt *time.Time `json:"last_shipped_at"`
 }
 
-// Statuses lists every worker's status, ordered by warehouse then model.
+// Statuses lists every worker's status, ordered by warehouse then model; the lag is read
+// from each outbox (one short read transaction each).
 func (m *Manager) Statuses() []Status {
 	m.mu.Lock()
 	ws := make([]*worker, 0, len(m.workers))
@@ -420,6 +428,13 @@ func (m *Manager) Statuses() []Status {
 	out := make([]Status, 0, len(ws))
 	for _, w := range ws {
 		s := Status{ProjectID: w.projectID, ModelID: w.modelID, WarehouseID: w.warehouseID, LagRecords: w.lag.Load(), Shipped: w.shipped.Load(), Errors: w.errors.Load()}
+		// The lag is read from the outbox now, not as the worker last saw it: records
+		// acknowledged since count at once, whatever the worker is doing.
+		if l, err := m.Records.Existing(w.warehouseID); err == nil {
+			if st, err := l.OutboxState(w.modelID); err == nil {
+				s.LagRecords = st.Lag()
+			}
+		}
 		if e := w.lastError.Load(); e != nil {
 			s.LastError = *e
 		}

@@ -124,6 +124,22 @@ func TestExternalWarehouseEndToEnd(t *testing.T) {
 	if rows[0]["n"] != rows[0]["ids"] || rows[0]["n"].(float64) != 60+150+10 {
 		t.Fatalf("after the outage: %v records, %v distinct; want 220 of each", rows[0]["n"], rows[0]["ids"])
 	}
+	// Going back: the model's data path moves to the embedded warehouse again; new records
+	// land there and the embedded binding reads them.
+	st, env = c.do("GET", "/management/v1/models?project_id="+pid, nil)
+	modelID := env["data"].([]any)[0].(map[string]any)["id"].(string)
+	if st, env := c.do("PUT", "/management/v1/models/"+modelID, map[string]any{"warehouse_id": embedded}); st != 200 {
+		t.Fatalf("move the model back: %d %v", st, env)
+	}
+	if r := send(9000, 5); r.StatusCode != 202 {
+		t.Fatalf("ingest after moving back: %s", r.Status)
+	}
+	if st, env := c.do("POST", "/management/v1/analytics-bindings/"+local+"/promote", nil); st != 200 {
+		t.Fatalf("promote: %d %v", st, env)
+	}
+	if got := total(); got != 5 {
+		t.Fatalf("the embedded binding counts %v after moving back, want the 5 new records", got)
+	}
 	if out := p.logs(); strings.Contains(out, pg.Password) {
 		t.Fatalf("the server's log shows the engine's password")
 	}

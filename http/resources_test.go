@@ -250,6 +250,7 @@ func TestModels(t *testing.T) {
 		{name: "add a required field", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"fields": with(map[string]any{"name": "sku", "type": "string", "required": true})}, status: 409, contains: []string{`"field":"fields[4].required"`}},
 		{name: "change the key", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"key": "orders2"}, status: 409, contains: []string{`"field":"key"`}},
 		{name: "move project", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"project_id": w.p2.ID}, status: 400, contains: []string{`"field":"project_id"`}},
+		{name: "move to a foreign warehouse", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"warehouse_id": "wh_nope"}, status: 400, contains: []string{`"field":"warehouse_id"`}},
 		{name: "stale If-Match", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"description": "x"}, status: 412},
 		{name: "add an optional field and describe", method: "PUT", url: mg + "/" + f.model, auth: all, body: map[string]any{"name": "All orders", "fields": with(map[string]any{"name": "sku", "type": "string", "description": "stock unit"})}, status: 200, contains: []string{`"version":2`, `"sku"`}},
 		{name: "archive", method: "DELETE", url: mg + "/" + f.model, auth: all, status: 200, contains: []string{`"status":"archived"`, `"version":3`}},

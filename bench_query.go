@@ -25,7 +25,7 @@ type benchQueryOptions struct {
 // The bench records' "at" cycles through one hour, so range_scattered's 36 seconds touch
 // every block: the worst case for skipping by time (../shared/bench's range1pct is the
 // best, its data being in time order).
-var benchQueries = []struct{ name, body string }{
+var benchQueries = []benchQuery{
 	{"group1", `{"schema":"events","group_by":["country"],"aggregations":[{"fn":"count","as":"n"}],"limit":10000}`},
 	{"group2", `{"schema":"events","group_by":["country","kind"],"aggregations":[{"fn":"count","as":"n"},{"fn":"avg","field":"items"}],"limit":10000}`},
 	{"filter", `{"schema":"events","filters":[{"field":"kind","op":"eq","value":"checkout"}],"aggregations":[{"fn":"count","as":"n"}]}`},
@@ -97,7 +97,7 @@ func newBenchQueryCommand() *cobra.Command {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			return timeQueries(cmd, fx.QueryURL, qkey, o.runs)
+			return timeQueries(cmd, fx.QueryURL, qkey, o.runs, benchQueries)
 		},
 	}
 	f := cmd.Flags()
@@ -123,10 +123,13 @@ func metricValue(base, name string) (float64, error) {
 	return 0, errors.New(name + " is not in /metrics")
 }
 
-// timeQueries times each of benchQueries runs times (after one untimed run) on a query
-// listener and prints one line per query with the median.
-func timeQueries(cmd *cobra.Command, queryURL, qkey string, runs int) error {
-	for _, q := range benchQueries {
+// benchQuery is one named query body.
+type benchQuery struct{ name, body string }
+
+// timeQueries times each query runs times (after one untimed run) on a query listener and
+// prints one line per query with the median.
+func timeQueries(cmd *cobra.Command, queryURL, qkey string, runs int, queries []benchQuery) error {
+	for _, q := range queries {
 		var times []time.Duration
 		var answer string
 		for run := 0; run <= runs; run++ {

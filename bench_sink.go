@@ -17,9 +17,28 @@ import (
 )
 
 type benchSinkOptions struct {
-	typ, config, user string
-	records, runs     int
-	wait              time.Duration
+	typ, config, user, data string
+	records, runs           int
+	wait                    time.Duration
+}
+
+// sharedBenchFields and sharedBenchQueries are ../shared/bench's model and queries (its
+// README: setup-lookout and "queries"), for --data: the same records and the same five
+// questions it asks Lookout and VictoriaLogs.
+var sharedBenchFields = []map[string]any{
+	{"name": "ts", "type": "timestamp", "required": true}, {"name": "event", "type": "string", "required": true},
+	{"name": "user_id", "type": "string", "required": true}, {"name": "session_id", "type": "string", "required": true},
+	{"name": "country", "type": "string", "required": true}, {"name": "device", "type": "string", "required": true},
+	{"name": "url", "type": "string", "required": true}, {"name": "duration_ms", "type": "integer", "required": true},
+	{"name": "amount", "type": "number", "required": true}, {"name": "success", "type": "boolean", "required": true},
+}
+
+var sharedBenchQueries = []benchQuery{
+	{"group1", `{"schema":"events","group_by":["country"],"aggregations":[{"fn":"count","as":"n"}],"limit":10000}`},
+	{"group2", `{"schema":"events","group_by":["country","device"],"aggregations":[{"fn":"count","as":"n"},{"fn":"avg","field":"duration_ms"}],"limit":10000}`},
+	{"filter", `{"schema":"events","filters":[{"field":"event","op":"eq","value":"purchase"}],"aggregations":[{"fn":"count","as":"n"}]}`},
+	{"range1pct", `{"schema":"events","time_range":{"from":"2026-11-20T00:00:00Z","to":"2026-11-20T00:14:24Z"},"aggregations":[{"fn":"count","as":"n"}]}`},
+	{"full", `{"schema":"events","aggregations":[{"fn":"count","as":"n"}]}`},
 }
 
 func newBenchSinkCommand() *cobra.Command {
@@ -64,7 +83,23 @@ func newBenchSinkCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := do("/models", map[string]any{"project_id": pid, "key": "events", "fields": benchFields, "timestamp_field": "at", "warehouse_id": w["id"]}); err != nil {
+			fields, tsField, queries := benchFields, "at", benchQueries
+			var chunks [][]byte
+			if o.data != "" {
+				fields, tsField, queries = sharedBenchFields, "ts", sharedBenchQueries
+				if chunks, err = ndjsonChunks(o.data, 1000); err != nil {
+					return err
+				}
+				o.records = 0
+				for _, c := range chunks {
+					o.records += bytes.Count(c, []byte("\n"))
+				}
+			} else {
+				for sent := 0; sent < o.records; sent += 1000 {
+					chunks = append(chunks, benchBodyFrom(sent, min(1000, o.records-sent)))
+				}
+			}
+			if _, err := do("/models", map[string]any{"project_id": pid, "key": "events", "fields": fields, "timestamp_field": tsField, "warehouse_id": w["id"]}); err != nil {
 				return err
 			}
 			ic, err := do("/ingest-clients", map[string]any{"project_id": pid, "name": "bench", "models": []string{"events"}})
@@ -85,8 +120,8 @@ func newBenchSinkCommand() *cobra.Command {
 			}
 			key, qkey := k["key"].(string), qk["key"].(string)
 			start := time.Now()
-			for sent := 0; sent < o.records; sent += 1000 {
-				req, _ := http.NewRequestWithContext(cmd.Context(), http.MethodPost, fx.IngestURL+"/ingest?schema=events", bytes.NewReader(benchBodyFrom(sent, min(1000, o.records-sent))))
+			for _, chunk := range chunks {
+				req, _ := http.NewRequestWithContext(cmd.Context(), http.MethodPost, fx.IngestURL+"/ingest?schema=events", bytes.NewReader(chunk))
 				req.Header.Set("Authorization", "ApiKey "+key)
 				req.Header.Set("Content-Type", "application/x-ndjson")
 				resp, err := http.DefaultClient.Do(req)
@@ -117,14 +152,15 @@ func newBenchSinkCommand() *cobra.Command {
 			all := time.Since(start)
 			fmt.Fprintf(cmd.OutOrStdout(), "engine=%s records=%d ingest_ack_s=%.2f shipped_all_s=%.2f shipped_records_per_s=%.0f\n",
 				o.typ, o.records, ingested.Seconds(), all.Seconds(), float64(o.records)/all.Seconds())
-			return timeQueries(cmd, fx.QueryURL, qkey, o.runs)
+			return timeQueries(cmd, fx.QueryURL, qkey, o.runs, queries)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.typ, "type", "clickhouse", "warehouse type: clickhouse or postgres")
 	f.StringVar(&o.config, "config", `{"url":"http://127.0.0.1:8123","database":"default"}`, "the warehouse's config, as in POST /warehouses")
 	f.StringVar(&o.user, "user", "", "the engine's user (password from $LOOKOUT_BENCH_WAREHOUSE_PASSWORD); empty: no credential")
-	f.IntVar(&o.records, "records", 200_000, "records to ingest and ship")
+	f.IntVar(&o.records, "records", 200_000, "records to ingest and ship (the bench model's records)")
+	f.StringVar(&o.data, "data", "", "ship this NDJSON file instead, with ../shared/bench's model, and time its five queries (group1, group2, filter, range1pct, full)")
 	f.IntVar(&o.runs, "runs", 10, "timed runs per query")
 	f.DurationVar(&o.wait, "wait", 5*time.Minute, "longest wait for the sink to ship everything")
 	return cmd
@@ -154,4 +190,31 @@ func sinkShipped(base string) (int, error) {
 		return 0, nil
 	}
 	return int(total), errors.Join(sc.Err())
+}
+
+// ndjsonChunks reads an NDJSON file into request bodies of n lines each.
+func ndjsonChunks(path string, n int) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out [][]byte
+	var cur bytes.Buffer
+	lines := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 10<<20)
+	for sc.Scan() {
+		cur.Write(sc.Bytes())
+		cur.WriteByte('\n')
+		if lines++; lines == n {
+			out = append(out, bytes.Clone(cur.Bytes()))
+			cur.Reset()
+			lines = 0
+		}
+	}
+	if lines > 0 {
+		out = append(out, bytes.Clone(cur.Bytes()))
+	}
+	return out, sc.Err()
 }

@@ -787,6 +787,10 @@ func (l *RecordLog) Check() []string {
 		}
 		var d entryReader
 		return tx.ForEach(func(name []byte, mb *bolt.Bucket) error {
+			if model, ok := bytes.CutPrefix(name, []byte(seqPrefix)); ok {
+				out = append(out, checkOutboxIndex(tx, string(model), mb)...)
+				return nil
+			}
 			if model, ok := bytes.CutPrefix(name, []byte(logPrefix)); ok {
 				return mb.ForEach(func(k, v []byte) error {
 					err := d.decode(v)

@@ -247,3 +247,27 @@ func (l *RecordLog) TrimOutbox(modelID string, cutoff time.Time, limit int) (int
 	})
 	return deleted, err
 }
+
+// checkOutboxIndex reports an outbox's sequence index out of step with its log: an index
+// entry whose log entry is gone, or whose sequence number is not the log entry's; and a
+// log entry left out of the index (the sink would never ship it).
+func checkOutboxIndex(tx *bolt.Tx, modelID string, idx *bolt.Bucket) []string {
+	var out []string
+	lb := tx.Bucket([]byte(logPrefix + modelID))
+	indexed := 0
+	_ = idx.ForEach(func(k, key []byte) error {
+		indexed++
+		if len(k) != 8 || len(key) != RecordKeySize || lb == nil || lb.Get(key) == nil {
+			out = append(out, fmt.Sprintf("model %s outbox: sequence %x points at a missing log entry %x", modelID, k, key))
+		} else if !bytes.Equal(k, key[8:]) {
+			out = append(out, fmt.Sprintf("model %s outbox: sequence %x points at log entry %x of another sequence", modelID, k, key))
+		}
+		return nil
+	})
+	if lb != nil {
+		if n := lb.Stats().KeyN; n != indexed {
+			out = append(out, fmt.Sprintf("model %s outbox: %d log entries but %d indexed", modelID, n, indexed))
+		}
+	}
+	return out
+}

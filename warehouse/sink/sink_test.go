@@ -271,4 +271,7 @@ func TestOutboxTrim(t *testing.T) {
 	if st, _ := l.OutboxState("mdl_1"); st.Shipped != 4 || st.Head != 6 || st.Lag() != 2 {
 		t.Fatalf("state %+v", st)
 	}
+	if probs := l.Check(); len(probs) > 0 {
+		t.Fatalf("check after trimming: %v", probs)
+	}
 }

@@ -219,6 +219,13 @@ func (s *Service) writerFor(warehouseID string, outbox bool) (*writer, error) {
 		return nil, ErrBusy
 	}
 	if w := s.writers[warehouseID]; w != nil {
+		if outbox && !w.log.IsOutbox() {
+			// Opened at start as a plain file (a crash can leave a new outbox unmarked):
+			// mark it before the first record goes in.
+			if _, err := s.records.Outbox(warehouseID); err != nil {
+				return nil, err
+			}
+		}
 		return w, nil
 	}
 	open := s.records.Log

@@ -37,7 +37,7 @@ var diffModel = &store.Model{
 	TimestampField: "t", UnknownFields: store.UnknownReject, WarehouseID: "wh_diff",
 }
 
-var diffStrings = []string{"", "a", "ab", "b", "ba", "c", "Z", "é", "a\"q", "x y"}
+var diffStrings = []string{"", "a", "ab", "b", "ba", "c", "Z", "é", "a\"q", "x y", "a\nb", "\n", "a\\b"}
 
 var diffBase = time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
 
@@ -142,7 +142,7 @@ func genValue(r *rand.Rand, typ, op string) any {
 		switch typ {
 		case store.TypeString:
 			if op == "matches" {
-				return []string{"^a", "b$", "a.", "^$", "[xy]"}[r.IntN(5)]
+				return []string{"^a", "b$", "a.", "^$", "[xy]", "a.b", "(?s)a.b", "^b", "(?m)^b"}[r.IntN(9)]
 			}
 			if op == "contains" || op == "not_contains" || op == "starts_with" || op == "ends_with" {
 				return []string{"a", "b", "", "q", "u00"}[r.IntN(5)]

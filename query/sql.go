@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -166,7 +167,7 @@ func sqlCondition(d external.Dialect, args *[]any, f filter, c string) string {
 	case cond.OpEndsWith:
 		test = d.EndsWith(c, d.Value(args, v))
 	case cond.OpMatches:
-		test = d.Matches(c, d.Value(args, v))
+		test = d.Matches(c, d.Value(args, d.Pattern(v.(string))))
 	default:
 		sym := map[string]string{cond.OpEq: "=", cond.OpNeq: "<>", cond.OpGt: ">", cond.OpGte: ">=", cond.OpLt: "<", cond.OpLte: "<="}[op]
 		test = c + " " + sym + " " + d.Value(args, v)
@@ -212,6 +213,10 @@ func RunExternal(ctx context.Context, eng external.Engine, req *Request) (*Resul
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var ee *external.Error
+		if errors.As(err, &ee) && ee.Invalid {
+			return nil, store.Errorf(store.CodeValidation, "the warehouse refused the query: %s", ee.Error())
 		}
 		return nil, store.Errorf(store.CodeUnavailable, "the warehouse could not answer: %s", external.Message(err))
 	}

@@ -57,7 +57,7 @@ func shipDiff(t *testing.T, eng external.Engine, m *store.Model, raws [][]byte) 
 		t.Fatal(err)
 	}
 	var rows [][]any
-	last, err := l.ReadOutbox(diffModel.ID, 0, len(raws)+1, func(r *warehouse.OutboxRecord) error {
+	last, err := l.ReadOutbox(diffModel.ID, 0, len(raws)+1, 1<<30, func(r *warehouse.OutboxRecord) error {
 		rows = append(rows, tbl.Row(r, nil))
 		return nil
 	})
@@ -119,7 +119,7 @@ func TestCompileSQL(t *testing.T) {
 		args int
 	}{
 		{"postgres", pg.Dialect(), `SELECT "s" AS "__c0", count(*) AS "__c1", (sum("i")::float8 / nullif(count("i"), 0)) AS "__c2" FROM "public"."events" WHERE ("b" IS NOT NULL AND "b" = $1::boolean) AND ("s" IS NOT NULL AND "s" = $2::text) AND ("i" IS NOT NULL AND "i" IN ($3::bigint, $4::bigint)) AND coalesce("t", "_received_at") >= $5::bigint GROUP BY "s" ORDER BY "__c1" DESC NULLS LAST, "__c0" ASC NULLS FIRST LIMIT 1000`, 5},
-		{"clickhouse", ch.Dialect(), "SELECT `s` AS `__c0`, count(*) AS `__c1`, if(count(`i`) = 0, NULL, toFloat64(sum(`i`)) / count(`i`)) AS `__c2` FROM `d`.`events` FINAL WHERE (`b` IS NOT NULL AND `b` = 1) AND (`s` IS NOT NULL AND `s` = 'x\\x27); DROP TABLE t; --') AND (`i` IS NOT NULL AND `i` IN (1, 2)) AND coalesce(`t`, `_received_at`) >= 1795132800000000 GROUP BY `s` ORDER BY `__c1` DESC NULLS LAST, `__c0` ASC NULLS FIRST LIMIT 1000", 0},
+		{"clickhouse", ch.Dialect(), "SELECT `s` AS `__c0`, count(*) AS `__c1`, if(count(`i`) = 0, NULL, toFloat64(sum(toDecimal128(`i`, 0))) / count(`i`)) AS `__c2` FROM `d`.`events` FINAL WHERE (`b` IS NOT NULL AND `b` = 1) AND (`s` IS NOT NULL AND `s` = 'x\\x27); DROP TABLE t; --') AND (`i` IS NOT NULL AND `i` IN (1, 2)) AND coalesce(`t`, `_received_at`) >= 1795132800000000 GROUP BY `s` ORDER BY `__c1` DESC NULLS LAST, `__c0` ASC NULLS FIRST LIMIT 1000", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

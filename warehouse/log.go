@@ -502,8 +502,10 @@ type idemRecord struct {
 // returns nil, every record of every non-duplicate batch is on disk.
 func (l *RecordLog) Append(batches []*AppendBatch) error {
 	defer l.lastAppend.Store(time.Now().UnixNano())
-	outbox := l.outbox.Load()
 	return l.update(func(tx *bolt.Tx) error {
+		// Read in the transaction, not from l.outbox: the mark and the appends it governs
+		// are then always seen together.
+		outbox := tx.Bucket(bucketWarehouseMeta).Get(keyOutbox) != nil
 		idem := tx.Bucket(bucketIdempotency)
 		var buckets map[string]*bolt.Bucket
 		for _, b := range batches {

@@ -134,10 +134,11 @@ func (l *RecordLog) OutboxState(modelID string) (OutboxState, error) {
 }
 
 // ReadOutbox calls fn for the records of a model committed after sequence number after,
-// in commit order, whole log entries at a time until at least max records were given (so a
-// checkpoint always falls on an entry's end). It returns the sequence number of the last
-// record given (after when none). One read transaction: max bounds how long it is held.
-func (l *RecordLog) ReadOutbox(modelID string, after uint64, max int, fn func(r *OutboxRecord) error) (uint64, error) {
+// in commit order, whole log entries at a time until at least max records or maxBytes of
+// their JSON were given (so a checkpoint always falls on an entry's end). It returns the
+// sequence number of the last record given (after when none). One read transaction: the
+// bounds bound how long it is held. Errors: a damaged entry, or fn's.
+func (l *RecordLog) ReadOutbox(modelID string, after uint64, max, maxBytes int, fn func(r *OutboxRecord) error) (uint64, error) {
 	last := after
 	err := l.view(func(tx *bolt.Tx) error {
 		idx := tx.Bucket([]byte(seqPrefix + modelID))
@@ -150,8 +151,8 @@ func (l *RecordLog) ReadOutbox(modelID string, after uint64, max int, fn func(r 
 		c := idx.Cursor()
 		var d entryReader
 		var r OutboxRecord
-		n := 0
-		for k, key := c.Seek(start[:]); k != nil && n < max; k, key = c.Next() {
+		n, size := 0, 0
+		for k, key := c.Seek(start[:]); k != nil && n < max && size < maxBytes; k, key = c.Next() {
 			seq := binary.BigEndian.Uint64(k)
 			v := lb.Get(key)
 			if v == nil || len(key) != RecordKeySize {
@@ -176,6 +177,7 @@ func (l *RecordLog) ReadOutbox(modelID string, after uint64, max int, fn func(r 
 				}
 				last = r.Seq
 				n++
+				size += len(rec)
 			}
 		}
 		return nil

@@ -154,6 +154,8 @@ func ClickHouse(t testing.TB) *Server {
   <default_profile>default</default_profile>
   <default_database>default</default_database>
   <mark_cache_size>67108864</mark_cache_size>
+  <keep_alive_timeout>1</keep_alive_timeout>
+  <shutdown_wait_unfinished>1</shutdown_wait_unfinished>
 </yandex>
 `, dir, s.Port, freePort(t))
 	users := fmt.Sprintf(`<?xml version="1.0"?>

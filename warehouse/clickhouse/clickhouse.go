@@ -31,7 +31,8 @@ type Config struct {
 	Database string
 	User     string
 	Password string
-	// Client is the HTTP client; nil means one with a 30 s timeout per request.
+	// Client is the HTTP client; nil means one that follows no redirects. Requests are
+	// bounded by their context, or by defaultTimeout when it has no deadline.
 	Client *http.Client
 }
 
@@ -55,20 +56,43 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	c := cfg.Client
 	if c == nil {
-		c = &http.Client{Timeout: 30 * time.Second}
+		// No redirects: X-ClickHouse-Key is not among the headers Go drops on a redirect to
+		// another host, and the statement would follow too.
+		c = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return &Engine{cfg: cfg, base: u, client: c}, nil
 }
 
 const engineName = "clickhouse"
 
+// defaultTimeout bounds a statement whose context has no deadline.
+const defaultTimeout = 2 * time.Minute
+
+// MaxAnswer bounds an answer's size: past it the statement fails (never a truncated
+// answer taken as whole).
+const MaxAnswer = 64 << 20
+
 // exec sends one statement (the whole body) and returns the answer's body.
 func (e *Engine) exec(ctx context.Context, sql string) ([]byte, error) {
+	return e.execReader(ctx, strings.NewReader(sql))
+}
+
+// execReader sends a statement read from body.
+func (e *Engine) execReader(ctx context.Context, body io.Reader) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
+		defer cancel()
+	}
 	u := *e.base
 	q := u.Query()
 	q.Set("database", e.cfg.Database)
+	if dl, ok := ctx.Deadline(); ok {
+		// The server stops the statement itself when the caller has given up.
+		q.Set("max_execution_time", strconv.Itoa(max(1, int(time.Until(dl).Seconds()+0.999))))
+	}
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(sql))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -84,14 +108,17 @@ func (e *Engine) exec(ctx context.Context, sql string) ([]byte, error) {
 		return nil, external.Errorf(engineName, e.secrets(), "%s", unwrapNet(err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer+1))
 	if err != nil {
 		return nil, external.Errorf(engineName, e.secrets(), "reading the answer: %s", unwrapNet(err))
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, external.Errorf(engineName, e.secrets(), "%s", strings.TrimSpace(string(body)))
+	if len(answer) > MaxAnswer {
+		return nil, external.Errorf(engineName, nil, "the answer is over %d MiB: narrow the query or lower its limit", MaxAnswer>>20)
 	}
-	return body, nil
+	if resp.StatusCode != http.StatusOK {
+		return nil, external.Errorf(engineName, e.secrets(), "%s", serverMessage(answer))
+	}
+	return answer, nil
 }
 
 func (e *Engine) secrets() []string { return []string{e.cfg.Password} }
@@ -214,7 +241,7 @@ func (e *Engine) Insert(ctx context.Context, t *external.Table, rows [][]any) er
 		}
 		b.WriteByte(')')
 	}
-	_, err := e.exec(ctx, b.String())
+	_, err := e.execReader(ctx, &b)
 	return err
 }
 
@@ -322,15 +349,51 @@ func (d dialect) Table(name string) string        { return Ident(d.db) + "." + I
 func (dialect) Contains(col, arg string) string   { return "position(" + col + ", " + arg + ") > 0" }
 func (dialect) StartsWith(col, arg string) string { return "startsWith(" + col + ", " + arg + ")" }
 func (dialect) EndsWith(col, arg string) string   { return "endsWith(" + col + ", " + arg + ")" }
-func (dialect) Matches(col, arg string) string    { return "match(" + col + ", " + arg + ")" }
-func (dialect) Min(col, _ string) string          { return "min(" + col + ")" }
-func (dialect) Max(col, _ string) string          { return "max(" + col + ")" }
-func (dialect) CountDistinct(col string) string   { return "ifNull(uniqExact(" + col + "), 0)" }
+
+// Pattern turns off "." matching a newline, which ClickHouse's re2 turns on by default.
+func (dialect) Pattern(p string) string { return "(?-s)" + p }
+
+func (dialect) Matches(col, arg string) string  { return "match(" + col + ", " + arg + ")" }
+func (dialect) Min(col, _ string) string        { return "min(" + col + ")" }
+func (dialect) Max(col, _ string) string        { return "max(" + col + ")" }
+func (dialect) CountDistinct(col string) string { return "ifNull(uniqExact(" + col + "), 0)" }
 
 // Sum and Avg: ClickHouse's sum over no values is 0, not NULL, hence the if.
-func (dialect) Sum(col, _ string) string {
-	return "if(count(" + col + ") = 0, NULL, toFloat64(sum(" + col + ")))"
+// An integer sum goes through Decimal128, so it is exact (an Int64 sum wraps at 2^63) and
+// rounded to a double once, as the embedded engine's 128-bit sum is.
+func (dialect) Sum(col, typ string) string {
+	return "if(count(" + col + ") = 0, NULL, " + sumOf(col, typ) + ")"
 }
-func (dialect) Avg(col, _ string) string {
-	return "if(count(" + col + ") = 0, NULL, toFloat64(sum(" + col + ")) / count(" + col + "))"
+func (dialect) Avg(col, typ string) string {
+	return "if(count(" + col + ") = 0, NULL, " + sumOf(col, typ) + " / count(" + col + "))"
+}
+
+func sumOf(col, typ string) string {
+	if typ == store.TypeInteger {
+		return "toFloat64(sum(toDecimal128(" + col + ", 0)))"
+	}
+	return "toFloat64(sum(" + col + "))"
+}
+
+// serverMessage is the first line of ClickHouse's error text, without the statement
+// excerpt a syntax error quotes ("failed at position N: …"), which may hold record values.
+func serverMessage(b []byte) string {
+	msg := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.Index(msg, "failed at position"); i >= 0 {
+		if j := strings.Index(msg[i:], ": "); j >= 0 {
+			k := strings.Index(msg[i+j:], ". Expected")
+			if k < 0 {
+				k = strings.Index(msg[i+j:], ", e.what()")
+			}
+			if k >= 0 {
+				msg = msg[:i+j] + " …" + msg[i+j+k:]
+			} else {
+				msg = msg[:i+j]
+			}
+		}
+	}
+	return msg
 }

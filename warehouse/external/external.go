@@ -123,6 +123,9 @@ type Dialect interface {
 	StartsWith(col, arg string) string
 	EndsWith(col, arg string) string
 	Matches(col, arg string) string
+	// Pattern rewrites an RE2 pattern (as cond checked it) so that the engine's regular
+	// expressions read it as RE2 does: "." never matches a newline unless (?s) says so.
+	Pattern(p string) string
 	// Sum and Avg of an integer or number column, as a double; NULL over no values.
 	Sum(col, typ string) string
 	Avg(col, typ string) string
@@ -138,6 +141,9 @@ type Dialect interface {
 type Error struct {
 	Engine string
 	Msg    string
+	// Invalid is set when the engine refused the query's input (a pattern its regular
+	// expressions do not take): a 400, not a 503.
+	Invalid bool
 }
 
 func (e *Error) Error() string { return e.Engine + ": " + e.Msg }

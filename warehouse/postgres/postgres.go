@@ -80,7 +80,10 @@ func (e *Engine) wrap(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return external.Errorf(engineName, []string{e.cfg.Password}, "%s (SQLSTATE %s)", pe.Message, pe.Code)
+		// The message only: Detail may quote a row's values.
+		ee := &external.Error{Engine: engineName, Msg: external.Redact(pe.Message+" (SQLSTATE "+pe.Code+")", e.cfg.Password)}
+		ee.Invalid = pe.Code == "2201B" // invalid_regular_expression: the query's input
+		return ee
 	}
 	return external.Errorf(engineName, []string{e.cfg.Password}, "%s", err)
 }
@@ -109,7 +112,7 @@ func colType(c external.Column) string {
 	case store.TypeBoolean:
 		t = "boolean"
 	case store.TypeObject, store.TypeArray:
-		t = "text" // the record's JSON as sent (jsonb would reorder its keys)
+		t = "text COLLATE \"C\"" // the record's JSON as sent (jsonb would reorder its keys)
 	}
 	if strings.HasPrefix(c.Name, "_") {
 		t += " NOT NULL"
@@ -189,8 +192,15 @@ func (e *Engine) Insert(ctx context.Context, t *external.Table, rows [][]any) er
 	src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		r := rows[i]
 		for j, v := range r {
-			if u, ok := v.(uint64); ok {
-				r[j] = int64(u)
+			switch x := v.(type) {
+			case uint64:
+				r[j] = int64(x)
+			case string:
+				if strings.IndexByte(x, 0) >= 0 {
+					// PostgreSQL's text cannot hold NUL (SQLSTATE 22021): one such value
+					// would stop the model's shipping for good. It becomes U+FFFD.
+					r[j] = strings.ReplaceAll(x, "\x00", "\uFFFD")
+				}
 			}
 		}
 		return r, nil
@@ -214,7 +224,14 @@ func (e *Engine) Query(ctx context.Context, st *external.Statement) ([][]any, er
 	}
 	defer rows.Close()
 	out := [][]any{}
+	size := 0
 	for rows.Next() {
+		for _, raw := range rows.RawValues() {
+			size += len(raw) + 16
+		}
+		if size > MaxAnswer {
+			return nil, external.Errorf(engineName, nil, "the answer is over %d MiB: narrow the query or lower its limit", MaxAnswer>>20)
+		}
 		vals, err := rows.Values()
 		if err != nil {
 			return nil, e.wrap(err)
@@ -270,6 +287,10 @@ func (e *Engine) Close() error {
 	return nil
 }
 
+// MaxAnswer bounds the rows a query may hold: past it the query fails (never a partial
+// answer taken as whole).
+const MaxAnswer = 64 << 20
+
 // Ident quotes an identifier.
 func Ident(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
@@ -303,7 +324,26 @@ func (dialect) StartsWith(col, arg string) string { return "starts_with(" + col 
 func (dialect) EndsWith(col, arg string) string {
 	return "right(" + col + ", length(" + arg + ")) = " + arg
 }
-func (dialect) Matches(col, arg string) string  { return col + " ~ " + arg }
+func (dialect) Matches(col, arg string) string { return col + " ~ " + arg }
+
+// Pattern gives PostgreSQL's regular expressions RE2's newline rules through an embedded
+// option: "p" (. and [^…] do not match a newline; ^ and $ anchor the text) by default,
+// "n" for (?m), "s" for (?s), "w" for both; a leading RE2 flag group is folded into it.
+// Constructs ARE lacks (\A, \z, (?P<name>…)) make PostgreSQL refuse the pattern: a 400.
+func (dialect) Pattern(p string) string {
+	flags := ""
+	if strings.HasPrefix(p, "(?") {
+		if end := strings.IndexByte(p, ')'); end > 2 && strings.Trim(p[2:end], "ims") == "" {
+			flags, p = p[2:end], p[end+1:]
+		}
+	}
+	m, s := strings.Contains(flags, "m"), strings.Contains(flags, "s")
+	opts := map[[2]bool]string{{false, false}: "p", {true, false}: "n", {false, true}: "s", {true, true}: "w"}[[2]bool{m, s}]
+	if strings.Contains(flags, "i") {
+		opts += "i"
+	}
+	return "(?" + opts + ")" + p
+}
 func (dialect) CountDistinct(col string) string { return "count(DISTINCT " + col + ")" }
 func (dialect) Min(col, typ string) string {
 	if typ == store.TypeBoolean {

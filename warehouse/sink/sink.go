@@ -33,8 +33,6 @@ const (
 	DefaultMinBackoff = time.Second
 	DefaultMaxBackoff = time.Minute
 	DefaultMaxLag     = 10_000_000
-	// DefaultRetentionHours is how long shipped records stay in the outbox.
-	DefaultRetentionHours = 24
 )
 
 // discoverEvery is how often the manager looks for new (model, warehouse) pairs.
@@ -88,8 +86,10 @@ type worker struct {
 	lastError atomic.Pointer[string]
 	lastOK    atomic.Int64 // unix ms of the last confirmed batch
 
-	table        *external.Table
-	tableVersion int
+	// The table as last made sure of: for which model version, in which engine.
+	table       *external.Table
+	tableModel  int
+	tableEngine external.Engine
 }
 
 func (m *Manager) defaults() {
@@ -207,6 +207,14 @@ func (m *Manager) work(ctx context.Context, w *worker) {
 		if ctx.Err() != nil {
 			return
 		}
+		// Trimming runs whatever the shipping does: a sink that is always busy (ingest at
+		// or above its rate) must still drop what it shipped long ago.
+		if now := m.Now(); now.Sub(lastTrim) >= trimEvery {
+			lastTrim = now
+			if err := m.trim(w); err != nil {
+				m.Log.Error("sink: trim", "warehouse", w.warehouseID, "model", w.modelID, "err", err)
+			}
+		}
 		var wait time.Duration
 		switch {
 		case err != nil:
@@ -217,19 +225,13 @@ func (m *Manager) work(ctx context.Context, w *worker) {
 				msg = err.Error()
 			}
 			w.lastError.Store(&msg)
+			w.table = nil // the table may have gone or moved: make sure of it again
 			backoff = min(max(2*backoff, m.MinBackoff), m.MaxBackoff)
 			wait = backoff
 			m.Log.Warn("sink: shipping failed; retrying", "warehouse", w.warehouseID, "model", w.modelID, "retry_in", backoff, "err", msg)
-			m.dropEngine(w.warehouseID)
 		case n == 0:
 			backoff = 0
 			wait = m.Poll
-			if now := m.Now(); now.Sub(lastTrim) >= trimEvery {
-				lastTrim = now
-				if err := m.trim(w); err != nil {
-					m.Log.Error("sink: trim", "warehouse", w.warehouseID, "model", w.modelID, "err", err)
-				}
-			}
 		default:
 			backoff = 0
 			continue // more may be waiting
@@ -241,6 +243,10 @@ func (m *Manager) work(ctx context.Context, w *worker) {
 		}
 	}
 }
+
+// maxBatchBytes bounds the records' JSON one batch reads (besides Batch records), so a
+// model of large records ships in smaller batches.
+const maxBatchBytes = 16 << 20
 
 // step ships one batch and returns how many records it shipped.
 func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
@@ -259,6 +265,24 @@ func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
 	if st.Lag() == 0 {
 		return 0, nil
 	}
+	// The records first, the model after: every record read was validated against this
+	// model or an older version of it, so no field a record carries is unknown to the
+	// table (reading the model first could miss a field added in between).
+	var recs []warehouse.OutboxRecord
+	size := 0
+	last, err := l.ReadOutbox(w.modelID, st.Shipped, m.Batch, maxBatchBytes, func(r *warehouse.OutboxRecord) error {
+		c := *r
+		c.Fields = append([]byte(nil), r.Fields...)
+		size += len(c.Fields)
+		recs = append(recs, c)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(recs) == 0 {
+		return 0, fmt.Errorf("the outbox of model %s says %d records wait after %d but none can be read: run lookout check", w.modelID, st.Lag(), st.Shipped)
+	}
 	md, err := m.Store.ModelByID(w.modelID)
 	if err != nil {
 		return 0, fmt.Errorf("model %s: %w", w.modelID, err)
@@ -271,20 +295,16 @@ func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if w.table == nil || w.tableVersion != md.Version {
+	if w.table == nil || w.tableModel != md.Version || w.tableEngine != eng {
 		t := external.TableFor(&md)
 		if err := eng.EnsureTable(ctx, t); err != nil {
 			return 0, err
 		}
-		w.table, w.tableVersion = t, md.Version
+		w.table, w.tableModel, w.tableEngine = t, md.Version, eng
 	}
-	var rows [][]any
-	last, err := l.ReadOutbox(w.modelID, st.Shipped, m.Batch, func(r *warehouse.OutboxRecord) error {
-		rows = append(rows, w.table.Row(r, nil))
-		return nil
-	})
-	if err != nil || len(rows) == 0 {
-		return 0, err
+	rows := make([][]any, len(recs))
+	for i := range recs {
+		rows[i] = w.table.Row(&recs[i], nil)
 	}
 	if err := eng.Insert(ctx, w.table, rows); err != nil {
 		return 0, err
@@ -312,7 +332,7 @@ func (m *Manager) trim(w *worker) error {
 	}
 	hours := wh.Config.LocalRetentionHours
 	if hours <= 0 {
-		hours = DefaultRetentionHours
+		hours = store.DefaultLocalRetentionHours
 	}
 	cutoff := m.Now().Add(-time.Duration(hours) * time.Hour)
 	for {
@@ -324,9 +344,10 @@ func (m *Manager) trim(w *worker) error {
 }
 
 // engine returns the warehouse's engine, dialled again when the warehouse or its
-// credential changed since.
+// credential changed since. A replaced engine is closed once its users are done (in the
+// background: a pool's Close waits for the queries it runs), never under the lock.
+// Errors: the credential's not_found, or the engine's own.
 func (m *Manager) engine(wh store.Warehouse) (external.Engine, error) {
-	var user, secret string
 	credVersion := 0
 	if wh.CredentialID != "" {
 		c, err := m.Store.Credential(wh.ProjectID, wh.CredentialID)
@@ -334,49 +355,41 @@ func (m *Manager) engine(wh store.Warehouse) (external.Engine, error) {
 			return nil, fmt.Errorf("credential %s: %w", wh.CredentialID, err)
 		}
 		credVersion = c.Version
-		m.mu.Lock()
-		e := m.engines[wh.ID]
-		m.mu.Unlock()
-		if e != nil && e.version == wh.Version && e.cred == credVersion {
-			return e.eng, nil
-		}
-		user = c.Username
-		if secret, err = m.Store.CredentialSecret(wh.ProjectID, wh.CredentialID); err != nil {
-			return nil, err
-		}
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.engines == nil {
-		m.engines = map[string]*engineEntry{}
+	e := m.engines[wh.ID]
+	m.mu.Unlock()
+	if e != nil && e.version == wh.Version && e.cred == credVersion {
+		return e.eng, nil
 	}
-	if e := m.engines[wh.ID]; e != nil {
-		if e.version == wh.Version && e.cred == credVersion {
-			return e.eng, nil
-		}
-		e.eng.Close()
-		delete(m.engines, wh.ID)
+	user, secret, err := m.Store.WarehouseTarget(wh.ProjectID, wh)
+	if err != nil {
+		return nil, err
 	}
 	eng, err := m.Dial(wh, user, secret)
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
+	if m.engines == nil {
+		m.engines = map[string]*engineEntry{}
+	}
+	old := m.engines[wh.ID]
+	if old != nil && old.version == wh.Version && old.cred == credVersion {
+		m.mu.Unlock() // another caller dialled it meanwhile: keep theirs
+		eng.Close()
+		return old.eng, nil
+	}
 	m.engines[wh.ID] = &engineEntry{version: wh.Version, cred: credVersion, eng: eng}
+	m.mu.Unlock()
+	if old != nil {
+		go old.eng.Close()
+	}
 	return eng, nil
 }
 
 // Engine returns the engine of an external warehouse, for queries.
 func (m *Manager) Engine(wh store.Warehouse) (external.Engine, error) { return m.engine(wh) }
-
-// dropEngine forgets a warehouse's engine after a failure, so the next try dials again.
-func (m *Manager) dropEngine(warehouseID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.engines[warehouseID]; e != nil {
-		e.eng.Close()
-		delete(m.engines, warehouseID)
-	}
-}
 
 // Admit is ingest's check before it accepts records for a model of an external
 // warehouse: past MaxLag unshipped records it answers 503 (with Retry-After), so an engine

@@ -5,11 +5,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"lookout/internal/testclock"
 	"lookout/internal/testsrv"
 	"lookout/store"
 	"lookout/warehouse"
@@ -51,6 +57,7 @@ type fixture struct {
 	wh      store.Warehouse
 	outbox  *warehouse.RecordLog
 	mgr     *Manager
+	clock   *testclock.Clock
 	sent    int
 }
 
@@ -98,7 +105,8 @@ func newFixture(t *testing.T, ec engineCase, srv *testsrv.Server) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{st: st, records: records, model: m, wh: wh, outbox: outbox}
-	f.mgr = &Manager{Store: st, Records: records, Dial: testDial, Log: slog.New(slog.DiscardHandler),
+	f.clock = testclock.New()
+	f.mgr = &Manager{Store: st, Records: records, Dial: testDial, Log: slog.New(slog.DiscardHandler), Now: f.clock.Now,
 		Batch: 500, Poll: 5 * time.Millisecond, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -107,14 +115,15 @@ func newFixture(t *testing.T, ec engineCase, srv *testsrv.Server) *fixture {
 	return f
 }
 
-// send appends n records as ingest does (one request, one batch); n of each is distinct.
+// send appends n records as ingest does (one request, one batch, received now by the
+// fixture's clock); n of each is distinct.
 func (f *fixture) send(t *testing.T, n int) {
 	t.Helper()
 	recs := make([][]byte, n)
 	for i := range recs {
-		recs[i] = []byte(fmt.Sprintf(`{"n":%d,"note":"it's \\\\ %d"}`, f.sent+i, f.sent+i))
+		recs[i] = []byte(fmt.Sprintf(`{"n":%d,"note":"it's \\\\ %d \\u0000"}`, f.sent+i, f.sent+i))
 	}
-	err := f.outbox.Append([]*warehouse.AppendBatch{{ModelID: f.model.ID, ReceivedAt: time.Now(), Records: recs, ClientID: "ic_1", IngestID: "ing_" + strconv.Itoa(f.sent)}})
+	err := f.outbox.Append([]*warehouse.AppendBatch{{ModelID: f.model.ID, ReceivedAt: f.clock.Now(), Records: recs, ClientID: "ic_1", IngestID: "ing_" + strconv.Itoa(f.sent)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +225,7 @@ func TestSinkRedeliveryIsIdempotent(t *testing.T) {
 			}
 			tbl := external.TableFor(&f.model)
 			var rows [][]any
-			if _, err := f.outbox.ReadOutbox(f.model.ID, 0, 1<<20, func(r *warehouse.OutboxRecord) error {
+			if _, err := f.outbox.ReadOutbox(f.model.ID, 0, 1<<20, 1<<30, func(r *warehouse.OutboxRecord) error {
 				rows = append(rows, tbl.Row(r, nil))
 				return nil
 			}); err != nil {
@@ -259,7 +268,7 @@ func TestOutboxTrim(t *testing.T) {
 		t.Fatalf("trimmed %d, %v; want the 4 shipped records", n, err)
 	}
 	var seqs []uint64
-	if _, err := l.ReadOutbox("mdl_1", 0, 100, func(r *warehouse.OutboxRecord) error { seqs = append(seqs, r.Seq); return nil }); err != nil {
+	if _, err := l.ReadOutbox("mdl_1", 0, 100, 1<<30, func(r *warehouse.OutboxRecord) error { seqs = append(seqs, r.Seq); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(seqs) != "[5 6]" {
@@ -273,5 +282,98 @@ func TestOutboxTrim(t *testing.T) {
 	}
 	if probs := l.Check(); len(probs) > 0 {
 		t.Fatalf("check after trimming: %v", probs)
+	}
+}
+
+// TestSinkFollowsTheWarehouse: a warehouse pointed at another database or schema gets the
+// table made there and the records that follow; and while the engine is down, shipped
+// records past the local retention are trimmed all the same (a sink that never idles must
+// not keep them).
+func TestSinkFollowsTheWarehouse(t *testing.T) {
+	for _, ec := range engineCases {
+		t.Run(ec.name, func(t *testing.T) {
+			srv := ec.start(t)
+			f := newFixture(t, ec, srv)
+			f.send(t, 300)
+			if err := f.mgr.Wake(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "shipping", func() bool { return f.lag(t) == 0 })
+
+			// Another schema (PostgreSQL) or database (ClickHouse), made by the engine's
+			// user, then the warehouse moved there.
+			eng, err := f.mgr.Engine(f.wh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := f.wh.Config
+			if ec.name == "postgres" {
+				cfg.Schema = "moved"
+				createIn(t, srv, "CREATE SCHEMA moved")
+			} else {
+				cfg.Database = "moved"
+				createIn(t, srv, "CREATE DATABASE moved")
+			}
+			_ = eng
+			wh, err := f.st.UpdateWarehouse(f.wh.ProjectID, f.wh.ID, store.WarehouseInput{Config: &cfg}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.wh = wh
+			f.send(t, 40)
+			waitFor(t, "shipping to the moved warehouse", func() bool { return f.lag(t) == 0 })
+			if n, d := f.counts(t); n != 40 || d != 40 {
+				t.Fatalf("the moved warehouse holds %d rows (%d distinct), want the 40 sent after the move", n, d)
+			}
+
+			// Trimming while behind: everything so far is shipped and a day old; the engine
+			// stops, more records wait, and a trim pass still drops the old ones.
+			srv.Stop(t)
+			f.clock.Advance(48 * time.Hour)
+			f.send(t, 5)
+			waitFor(t, "the old shipped records to be trimmed", func() bool {
+				first := uint64(0)
+				f.outbox.ReadOutbox(f.model.ID, 0, 1, 1<<30, func(r *warehouse.OutboxRecord) error { first = r.Seq; return errStop })
+				return first == 341
+			})
+			if lag := f.lag(t); lag != 5 {
+				t.Fatalf("lag %d, want the 5 unshipped records", lag)
+			}
+			srv.Start(t)
+			waitFor(t, "catching up", func() bool { return f.lag(t) == 0 })
+			if probs := f.outbox.Check(); len(probs) > 0 {
+				t.Fatalf("check: %v", probs)
+			}
+		})
+	}
+}
+
+var errStop = fmt.Errorf("stop")
+
+// createIn runs one statement as the engine's user, outside Lookout.
+func createIn(t *testing.T, srv *testsrv.Server, stmt string) {
+	t.Helper()
+	if srv.Kind == "postgres" {
+		u := url.URL{Scheme: "postgres", User: url.UserPassword(srv.User, srv.Password), Host: fmt.Sprintf("127.0.0.1:%d", srv.Port), Path: "/" + srv.Database, RawQuery: "sslmode=disable"}
+		conn, err := pgx.Connect(context.Background(), u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), stmt); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	req, _ := http.NewRequest("POST", srv.URL(), strings.NewReader(stmt))
+	req.Header.Set("X-ClickHouse-User", srv.User)
+	req.Header.Set("X-ClickHouse-Key", srv.Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %s", stmt, resp.Status)
 	}
 }

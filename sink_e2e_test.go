@@ -111,7 +111,7 @@ func TestExternalWarehouseEndToEnd(t *testing.T) {
 			t.Fatalf("ingest while the engine is down: %s", r.Status)
 		}
 	}
-	if refused == nil || refused.Header.Get("Retry-After") == "" {
+	if refused == nil || refused.Header.Get("Retry-After") != "10" {
 		t.Fatalf("no 503 with Retry-After past --sink-max-lag: %v", refused)
 	}
 	pg.Start(t)

@@ -17,6 +17,7 @@ import (
 	"lookout/auth"
 	"lookout/ingest"
 	"lookout/store"
+	"lookout/warehouse/sink"
 )
 
 // registerIngestRoutes mounts the ingest runtime on its listener.
@@ -117,7 +118,10 @@ func ingestError(err error) error {
 	}
 	var none *ingest.NoneAccepted
 	var quota *ingest.QuotaExceeded
+	var backlog *sink.Backlogged
 	switch {
+	case errors.As(err, &backlog):
+		return retryAfter{err: errf(store.CodeUnavailable, "%s", backlog.Error()), after: sink.BacklogRetry}
 	case errors.As(err, &none):
 		return withFields{err: errf(store.CodeValidation, "no valid records: nothing was stored"), fields: resultFields(none.Result)}
 	case errors.As(err, &quota):

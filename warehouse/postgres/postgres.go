@@ -61,6 +61,12 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, external.Errorf(engineName, []string{cfg.Password, url.QueryEscape(cfg.Password)}, "%s", err)
 	}
+	// Exactly the credential given: never the server process's PGUSER, PGPASSWORD or
+	// ~/.pgpass, which pgx would otherwise fall back to.
+	if cfg.User == "" {
+		return nil, external.Errorf(engineName, nil, "a PostgreSQL warehouse needs a credential (credential_id of type password: the user and its password)")
+	}
+	pc.ConnConfig.User, pc.ConnConfig.Password = cfg.User, cfg.Password
 	pc.MaxConns = 4
 	pc.MaxConnIdleTime = time.Minute
 	pool, err := pgxpool.NewWithConfig(context.Background(), pc)

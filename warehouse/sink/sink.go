@@ -391,8 +391,20 @@ func (m *Manager) engine(wh store.Warehouse) (external.Engine, error) {
 // Engine returns the engine of an external warehouse, for queries.
 func (m *Manager) Engine(wh store.Warehouse) (external.Engine, error) { return m.engine(wh) }
 
+// Backlogged is Admit's refusal: the model's engine is Lag records behind, at or past
+// Limit. The transport answers 503 unavailable with Retry-After (BacklogRetry).
+type Backlogged struct{ Lag, Limit int64 }
+
+func (e *Backlogged) Error() string {
+	return fmt.Sprintf("this model's warehouse is %d records behind (the cap, --sink-max-lag, is %d): ingest resumes as the sink catches up; check the warehouse's connection (GET /api/v1/projects/{id}/stats)", e.Lag, e.Limit)
+}
+
+// BacklogRetry is the Retry-After of a Backlogged refusal: the sink needs a while, not a
+// second, to ship a cap's worth of records.
+const BacklogRetry = 10 * time.Second
+
 // Admit is ingest's check before it accepts records for a model of an external
-// warehouse: past MaxLag unshipped records it answers 503 (with Retry-After), so an engine
+// warehouse: past MaxLag unshipped records it returns *Backlogged (503), so an engine
 // that stays down cannot fill the disk. It reads the outbox's head and checkpoint (one
 // short read transaction), so it is exact whatever the worker is doing.
 func (m *Manager) Admit(warehouseID, modelID string) error {
@@ -412,7 +424,7 @@ func (m *Manager) Admit(warehouseID, modelID string) error {
 		limit = DefaultMaxLag
 	}
 	if lag := st.Lag(); lag >= limit {
-		return store.Errorf(store.CodeUnavailable, "this model's warehouse is %d records behind (the cap, --sink-max-lag, is %d): ingest resumes as the sink catches up; check the warehouse's connection (GET /api/v1/projects/{id}/stats)", lag, limit)
+		return &Backlogged{Lag: lag, Limit: limit}
 	}
 	return nil
 }

@@ -175,7 +175,11 @@ func (e *Engine) EnsureTable(ctx context.Context, t *external.Table) error {
 	name := e.qualified(t.Name)
 	var cols []string
 	for _, c := range t.Columns {
-		cols = append(cols, Ident(c.Name)+" "+colType(c))
+		col := Ident(c.Name) + " " + colType(c)
+		if c.Name == external.ColSeq {
+			col += " COMMENT " + Literal(t.Owner) // 18.16 has no table comments
+		}
+		cols = append(cols, col)
 	}
 	// Partitions by month of receipt keep FINAL's merge work per partition small.
 	create := "CREATE TABLE IF NOT EXISTS " + name + " (" + strings.Join(cols, ", ") + ") ENGINE = ReplacingMergeTree() " +
@@ -183,15 +187,22 @@ func (e *Engine) EnsureTable(ctx context.Context, t *external.Table) error {
 	if _, err := e.exec(ctx, create); err != nil {
 		return err
 	}
-	b, err := e.exec(ctx, "SELECT name, type FROM system.columns WHERE database = "+Literal(e.cfg.Database)+" AND table = "+Literal(t.Name)+" FORMAT TabSeparated")
+	b, err := e.exec(ctx, "SELECT name, type, comment FROM system.columns WHERE database = "+Literal(e.cfg.Database)+" AND table = "+Literal(t.Name)+" FORMAT TabSeparated")
 	if err != nil {
 		return err
 	}
 	have := map[string]string{}
+	owner := ""
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if name, typ, ok := strings.Cut(line, "\t"); ok {
-			have[unescapeTSV(name)] = unescapeTSV(typ)
+		if f := strings.Split(line, "\t"); len(f) == 3 {
+			have[unescapeTSV(f[0])] = unescapeTSV(f[1])
+			if unescapeTSV(f[0]) == external.ColSeq {
+				owner = unescapeTSV(f[2])
+			}
 		}
+	}
+	if owner != t.Owner {
+		return external.NotOwned(engineName, t.Name, owner, t.Owner)
 	}
 	for _, c := range t.Columns {
 		typ, ok := have[c.Name]

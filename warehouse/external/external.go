@@ -40,6 +40,9 @@ type Column struct {
 type Table struct {
 	Name    string
 	Columns []Column
+	// Owner marks the table as this model's (in a table or column comment): models of
+	// different projects may share a key, and one must never write into another's table.
+	Owner string
 
 	fields map[string]int // model field name → column index
 }
@@ -48,7 +51,7 @@ type Table struct {
 // The table is named after the model's key (a valid identifier), so it reads naturally
 // from the engine's own tools.
 func TableFor(m *store.Model) *Table {
-	t := &Table{Name: m.Key}
+	t := &Table{Name: m.Key, Owner: "lookout model " + m.ID}
 	for _, f := range warehouse.Schema(m) {
 		t.Columns = append(t.Columns, Column{Name: f.Name, Type: f.Type})
 	}
@@ -85,6 +88,15 @@ type Statement struct {
 	SQL   string
 	Args  []any
 	Types []string
+}
+
+// NotOwned is EnsureTable's refusal of a table of the model's name that another model, or
+// another tool, made.
+func NotOwned(engine, table, owner, want string) error {
+	if owner == "" {
+		owner = "nothing Lookout made"
+	}
+	return Errorf(engine, nil, "table %s exists but is not this model's (it is marked %q, want %q): give each project its own database or schema, or drop that table", table, owner, want)
 }
 
 // Engine is a connection to an external warehouse. Values going in and out are nil,

@@ -140,7 +140,36 @@ func (e *Engine) EnsureTable(ctx context.Context, t *external.Table) error {
 		cols = append(cols, Ident(c.Name)+" "+colType(c))
 	}
 	cols = append(cols, "PRIMARY KEY (_ingest_id, _seq)")
-	if _, err := e.pool.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+e.qualified(t.Name)+" ("+strings.Join(cols, ", ")+")"); err != nil {
+	// Create and mark in one transaction, so a table is never left unmarked; a table that
+	// was there before must carry this model's mark.
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return e.wrap(err)
+	}
+	defer tx.Rollback(context.Background())
+	var exists bool
+	var owner *string
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL, obj_description(to_regclass($1)::oid, 'pg_class')", e.qualified(t.Name)).Scan(&exists, &owner); err != nil {
+		return e.wrap(err)
+	}
+	switch {
+	case !exists:
+		if _, err := tx.Exec(ctx, "CREATE TABLE "+e.qualified(t.Name)+" ("+strings.Join(cols, ", ")+")"); err != nil {
+			return e.wrap(err)
+		}
+		// COMMENT takes no parameters; the mark is "lookout model " and a model id
+		// ([a-z0-9_]), quoted all the same.
+		if _, err := tx.Exec(ctx, "COMMENT ON TABLE "+e.qualified(t.Name)+" IS '"+strings.ReplaceAll(t.Owner, "'", "''")+"'"); err != nil {
+			return e.wrap(err)
+		}
+	case owner == nil || *owner != t.Owner:
+		mark := ""
+		if owner != nil {
+			mark = *owner
+		}
+		return external.NotOwned(engineName, t.Name, mark, t.Owner)
+	}
+	if err := tx.Commit(ctx); err != nil {
 		return e.wrap(err)
 	}
 	rows, err := e.pool.Query(ctx, "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2", e.cfg.Schema, t.Name)

@@ -377,3 +377,33 @@ func createIn(t *testing.T, srv *testsrv.Server, stmt string) {
 		t.Fatalf("%s: %s", stmt, resp.Status)
 	}
 }
+
+// TestTableOwnership: two models that share a key (in different projects) pointed at one
+// database or schema: the second never writes into the first's table.
+func TestTableOwnership(t *testing.T) {
+	for _, ec := range engineCases {
+		t.Run(ec.name, func(t *testing.T) {
+			srv := ec.start(t)
+			w := store.Warehouse{Type: *ec.input(srv).Type, Config: *ec.input(srv).Config}
+			eng, err := testDial(w, srv.User, srv.Password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			a := store.Model{Meta: store.Meta{ID: "mdl_a"}, Key: "events", Fields: []store.Field{{Name: "n", Type: store.TypeInteger}}}
+			b := a
+			b.ID = "mdl_b"
+			ctx := context.Background()
+			if err := eng.EnsureTable(ctx, external.TableFor(&a)); err != nil {
+				t.Fatal(err)
+			}
+			if err := eng.EnsureTable(ctx, external.TableFor(&a)); err != nil {
+				t.Fatalf("the owner again: %v", err)
+			}
+			err = eng.EnsureTable(ctx, external.TableFor(&b))
+			if err == nil || !strings.Contains(err.Error(), "is not this model's") {
+				t.Fatalf("another model's table: %v", err)
+			}
+		})
+	}
+}

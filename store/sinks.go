@@ -7,7 +7,7 @@ import (
 )
 
 // ExternalWarehouses lists every warehouse, in every project, whose type is not
-// embedded, in one read transaction.
+// embedded, in one read transaction. Returns only storage errors (internal).
 func (s *Store) ExternalWarehouses() ([]Warehouse, error) {
 	var out []Warehouse
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -26,7 +26,8 @@ func (s *Store) ExternalWarehouses() ([]Warehouse, error) {
 }
 
 // ModelsIn lists the models of a project whose warehouse is warehouseID (archived ones
-// too: what they took before archiving still ships).
+// too: what they took before archiving still ships). Returns only storage errors
+// (internal); an unknown project lists nothing.
 func (s *Store) ModelsIn(projectID, warehouseID string) ([]Model, error) {
 	var out []Model
 	err := s.db.View(func(tx *bolt.Tx) error {

@@ -33,7 +33,8 @@ var (
 )
 
 // Outbox returns the record log of an external warehouse, marking its file as an outbox
-// the first time. Ingest writes to it through Append like any other log.
+// the first time. Ingest writes to it through Append like any other log. Errors: the
+// file's own (open, upgrade), or a file that already holds embedded records.
 func (rs *RecordStore) Outbox(warehouseID string) (*RecordLog, error) {
 	l, err := rs.Log(warehouseID)
 	if err != nil || l.outbox.Load() {
@@ -116,7 +117,8 @@ func (s OutboxState) Lag() int64 {
 	return int64(s.Head - s.Shipped)
 }
 
-// OutboxState reads a model's head and checkpoint.
+// OutboxState reads a model's head and checkpoint (zero for a model never written).
+// Errors: storage only.
 func (l *RecordLog) OutboxState(modelID string) (OutboxState, error) {
 	var st OutboxState
 	err := l.view(func(tx *bolt.Tx) error {
@@ -186,7 +188,7 @@ func (l *RecordLog) ReadOutbox(modelID string, after uint64, max, maxBytes int, 
 }
 
 // SetShipped moves a model's checkpoint to seq, once the engine confirmed every record up
-// to it. It never moves back.
+// to it. It never moves back. Errors: storage only.
 func (l *RecordLog) SetShipped(modelID string, seq uint64) error {
 	return l.update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketShipped)
@@ -205,7 +207,8 @@ func (l *RecordLog) SetShipped(modelID string, seq uint64) error {
 // TrimOutbox deletes, from the oldest, the log entries of a model that were shipped (every
 // record at or below the checkpoint) and received before cutoff, at most limit entries in
 // one transaction. It stops at the first entry that must stay, so what remains is always
-// a suffix of the commit order. Returns how many records it deleted.
+// a suffix of the commit order. Returns how many records it deleted. Errors: a damaged
+// entry, or storage.
 func (l *RecordLog) TrimOutbox(modelID string, cutoff time.Time, limit int) (int, error) {
 	deleted := 0
 	err := l.update(func(tx *bolt.Tx) error {

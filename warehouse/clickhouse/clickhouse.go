@@ -45,7 +45,8 @@ type Engine struct {
 
 var _ external.Engine = (*Engine)(nil)
 
-// Open checks the configuration (not the connection: Ping does that).
+// Open checks the configuration (not the connection: Ping does that). The error is a
+// plain one naming what is wrong with the URL.
 func Open(cfg Config) (*Engine, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {

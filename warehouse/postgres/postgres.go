@@ -45,6 +45,7 @@ var _ external.Engine = (*Engine)(nil)
 const engineName = "postgres"
 
 // Open makes a connection pool (connections are made on first use: Ping checks them).
+// Errors: an external.Error for a configuration pgx refuses or a missing user.
 func Open(cfg Config) (*Engine, error) {
 	if cfg.Schema == "" {
 		cfg.Schema = "public"

@@ -113,7 +113,8 @@ func (m *Manager) defaults() {
 	}
 }
 
-// Run discovers routes and runs their workers until ctx ends, then waits for them.
+// Run discovers routes and runs their workers until ctx ends, then waits for them and
+// closes the engines. Failures are logged and retried, never returned.
 func (m *Manager) Run(ctx context.Context) {
 	m.defaults()
 	m.mu.Lock()
@@ -180,7 +181,7 @@ func (m *Manager) discover() error {
 }
 
 // Wake starts at once the workers of the routes discover would find; for tests and for
-// a model just created (otherwise discovery runs every two seconds).
+// a model just created (otherwise discovery runs every two seconds). Errors: storage.
 func (m *Manager) Wake() error { return m.discover() }
 
 func (m *Manager) start(r route, projectID string) {
@@ -388,7 +389,8 @@ func (m *Manager) engine(wh store.Warehouse) (external.Engine, error) {
 	return eng, nil
 }
 
-// Engine returns the engine of an external warehouse, for queries.
+// Engine returns the engine of an external warehouse, for queries (shared with the
+// sink). Errors: the credential's not_found, or the engine's (external.Error).
 func (m *Manager) Engine(wh store.Warehouse) (external.Engine, error) { return m.engine(wh) }
 
 // Backlogged is Admit's refusal: the model's engine is Lag records behind, at or past

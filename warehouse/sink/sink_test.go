@@ -407,3 +407,44 @@ func TestTableOwnership(t *testing.T) {
 		})
 	}
 }
+
+// TestSinkAddsColumns: a field added to the model becomes a column of its table, and
+// records that carry it ship with its values; older rows have it null.
+func TestSinkAddsColumns(t *testing.T) {
+	for _, ec := range engineCases {
+		t.Run(ec.name, func(t *testing.T) {
+			srv := ec.start(t)
+			f := newFixture(t, ec, srv)
+			f.send(t, 10)
+			if err := f.mgr.Wake(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "shipping", func() bool { return f.lag(t) == 0 })
+			fields := append(f.model.Fields, store.Field{Name: "extra", Type: store.TypeString})
+			m, err := f.st.UpdateModel(f.model.ProjectID, f.model.ID, store.ModelInput{Fields: &fields}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.model = m
+			recs := [][]byte{[]byte(`{"n":100,"extra":"x"}`), []byte(`{"n":101,"extra":"y'\"z"}`)}
+			if err := f.outbox.Append([]*warehouse.AppendBatch{{ModelID: m.ID, ReceivedAt: f.clock.Now(), Records: recs, ClientID: "ic_1", IngestID: "ing_x"}}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "shipping the new field", func() bool { return f.lag(t) == 0 })
+			eng, err := f.mgr.Engine(f.wh)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := eng.Dialect()
+			st := &external.Statement{SQL: "SELECT count(*), count(" + d.Ident("extra") + "), max(" + d.Ident("extra") + ") FROM " + d.Table("orders"),
+				Types: []string{store.TypeInteger, store.TypeInteger, store.TypeString}}
+			res, err := eng.Query(context.Background(), st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(res[0]) != `[12 2 y'"z]` {
+				t.Fatalf("after adding a field: %v", res[0])
+			}
+		})
+	}
+}

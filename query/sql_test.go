@@ -109,7 +109,10 @@ func TestCompileSQL(t *testing.T) {
 		TimeRange:    &store.TimeRange{From: "2026-11-20T00:00:00Z"},
 	}
 	req := &Request{Model: diffModel, Query: &q, Required: []store.Filter{{Field: "b", Op: "eq", Value: true}}, Now: diffBase}
-	pg, _ := postgres.Open(postgres.Config{Host: "127.0.0.1", Port: 1, Database: "d"})
+	pg, err := postgres.Open(postgres.Config{Host: "127.0.0.1", Port: 1, Database: "d", User: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer pg.Close()
 	ch, _ := clickhouse.Open(clickhouse.Config{URL: "http://127.0.0.1:1", Database: "d"})
 	cases := []struct {

@@ -28,6 +28,7 @@ import (
 	"lookout/query"
 	"lookout/store"
 	"lookout/warehouse"
+	"lookout/warehouse/engines"
 	"lookout/warehouse/sink"
 )
 
@@ -304,11 +305,11 @@ func (m *Main) Open() (err error) {
 		}}
 	// The sink ships the outboxes of external warehouses; ingest asks it before writing
 	// to one (a sink far behind refuses), queries share its engines.
-	m.Sink = &sink.Manager{Store: m.Store, Records: m.Records, Dial: dialWarehouse, Now: m.Now, Log: m.Log, MaxLag: m.opts.sinkMaxLag}
+	m.Sink = &sink.Manager{Store: m.Store, Records: m.Records, Dial: engines.Dial, Now: m.Now, Log: m.Log, MaxLag: m.opts.sinkMaxLag}
 	m.Ingest.Admit = m.Sink.Admit
 	m.Query = &query.Service{Store: m.Store, Records: m.Records, Now: m.Now, Caps: query.DefaultCaps, Engine: m.Sink.Engine}
 	m.HTTP = apphttp.NewServer(apphttp.Config{
-		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer, Alerts: m.Alerts, Sink: m.Sink, TestWarehouse: testWarehouse,
+		Query: m.Query, QueryTimeout: m.opts.queryTimeout, Sealer: m.Sealer, Alerts: m.Alerts, Sink: m.Sink, TestWarehouse: engines.Test,
 		Store: m.Store, Auth: m.Auth, Log: m.Log, Now: m.Now, Version: buildVersion(),
 		Ingest: m.Ingest, WSIngestPath: m.opts.wsIngestPath, Records: m.Records, WSDiscover: m.opts.wsDiscover,
 		WSMaxConns: m.opts.wsMaxConns, WSMaxConnsPerClient: m.opts.wsMaxPerClient,

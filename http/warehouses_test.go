@@ -10,9 +10,8 @@ import (
 	"lookout/auth"
 	"lookout/internal/testsrv"
 	"lookout/store"
-	"lookout/warehouse/clickhouse"
+	"lookout/warehouse/engines"
 	"lookout/warehouse/external"
-	"lookout/warehouse/postgres"
 )
 
 // fakeEngines is a TestWarehouse that answers like an engine without one: an address
@@ -174,35 +173,12 @@ func TestWarehouseWithoutTester(t *testing.T) {
 	h.run(t, scenario{method: "PUT", url: "/management/v1/warehouses/" + id, auth: all, body: map[string]any{"name": "ch2"}, status: 200})
 }
 
-// pingEngine is the test's copy of main's testWarehouse: open the engine, ping, close.
-func pingEngine(ctx context.Context, w store.Warehouse, username, secret string) error {
-	var e external.Engine
-	var err error
-	switch w.Type {
-	case store.WarehouseClickHouse:
-		var ch *clickhouse.Engine
-		ch, err = clickhouse.Open(clickhouse.Config{URL: w.Config.URL, Database: w.Config.Database, User: username, Password: secret})
-		e = ch
-	case store.WarehousePostgres:
-		var pg *postgres.Engine
-		pg, err = postgres.Open(postgres.Config{Host: w.Config.Host, Port: w.Config.Port, Database: w.Config.Database, Schema: w.Config.Schema, SSLMode: w.Config.SSLMode, User: username, Password: secret})
-		e = pg
-	default:
-		return errors.New("no engine")
-	}
-	if err != nil {
-		return err
-	}
-	defer e.Close()
-	return e.Ping(ctx)
-}
-
 // TestWarehouseRealEngines creates warehouses on real PostgreSQL and ClickHouse servers:
 // the right password is accepted, a wrong one is a 400 carrying the engine's complaint
 // but never the password.
 func TestWarehouseRealEngines(t *testing.T) {
 	pg, ch := testsrv.Postgres(t), testsrv.ClickHouse(t)
-	h := newHarnessWith(t, func(c *Config) { c.TestWarehouse = pingEngine })
+	h := newHarnessWith(t, func(c *Config) { c.TestWarehouse = engines.Test })
 	w := h.world()
 	all := h.token(w, auth.AllScopes())
 	p := w.p1.ID

@@ -19,9 +19,8 @@ import (
 	"lookout/internal/testsrv"
 	"lookout/store"
 	"lookout/warehouse"
-	"lookout/warehouse/clickhouse"
+	"lookout/warehouse/engines"
 	"lookout/warehouse/external"
-	"lookout/warehouse/postgres"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -42,13 +41,8 @@ var engineCases = []engineCase{
 	}},
 }
 
-// testDial opens the engine of a warehouse, as serve's dialWarehouse does.
-func testDial(w store.Warehouse, user, secret string) (external.Engine, error) {
-	if w.Type == store.WarehouseClickHouse {
-		return clickhouse.Open(clickhouse.Config{URL: w.Config.URL, Database: w.Config.Database, User: user, Password: secret})
-	}
-	return postgres.Open(postgres.Config{Host: w.Config.Host, Port: w.Config.Port, Database: w.Config.Database, Schema: w.Config.Schema, SSLMode: w.Config.SSLMode, User: user, Password: secret})
-}
+// testDial is serve's dial: engines.Dial.
+var testDial = engines.Dial
 
 type fixture struct {
 	st      *store.Store

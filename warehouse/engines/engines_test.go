@@ -1,4 +1,4 @@
-package main
+package engines
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"lookout/warehouse/external"
 )
 
-// TestWarehouseEngines drives the function serve hands the HTTP server as TestWarehouse
+// TestWarehouseEngines drives Test, which serve hands the HTTP server as TestWarehouse,
 // against real servers: the right password passes, a wrong one fails with the engine's
 // complaint and without the password, and a bad address is an engine error too.
 func TestWarehouseEngines(t *testing.T) {
@@ -28,10 +28,10 @@ func TestWarehouseEngines(t *testing.T) {
 		t.Run(c.srv.Kind, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := testWarehouse(ctx, c.w, c.srv.User, c.srv.Password); err != nil {
+			if err := Test(ctx, c.w, c.srv.User, c.srv.Password); err != nil {
 				t.Fatalf("right password: %v", err)
 			}
-			err := testWarehouse(ctx, c.w, c.srv.User, wrong)
+			err := Test(ctx, c.w, c.srv.User, wrong)
 			msg := external.Message(err)
 			if err == nil || !strings.Contains(strings.ToLower(msg), strings.ToLower(c.complaint)) || strings.Contains(msg, wrong) {
 				t.Fatalf("wrong password: %q", msg)
@@ -39,10 +39,10 @@ func TestWarehouseEngines(t *testing.T) {
 		})
 	}
 	bad := store.Warehouse{Type: store.WarehouseClickHouse, Config: store.WarehouseConfig{URL: "ftp://x"}}
-	if err := testWarehouse(context.Background(), bad, "u", "s3cret"); !strings.HasPrefix(external.Message(err), "clickhouse: ") {
+	if err := Test(context.Background(), bad, "u", "s3cret"); !strings.HasPrefix(external.Message(err), "clickhouse: ") {
 		t.Fatalf("bad url: %v", err)
 	}
-	if _, err := dialWarehouse(store.Warehouse{Type: store.WarehouseEmbedded}, "", ""); err == nil {
+	if _, err := Dial(store.Warehouse{Type: store.WarehouseEmbedded}, "", ""); err == nil {
 		t.Fatal("an embedded warehouse dialed")
 	}
 }

@@ -1,4 +1,7 @@
-package main
+// Package engines opens the engine of an external warehouse by its type: the one place
+// that knows every engine package, so the sink, the connection test and tests all dial
+// alike.
+package engines
 
 import (
 	"context"
@@ -11,11 +14,11 @@ import (
 	"lookout/warehouse/postgres"
 )
 
-// dialWarehouse opens the engine of an external warehouse, signing in as username with
+// Dial opens the engine of an external warehouse, signing in as username with
 // secret (its credential's). Opening checks the configuration only; Ping connects. An
 // error is an external.Error (its message safe to show) or, for an embedded or unknown
 // type, a plain error.
-func dialWarehouse(w store.Warehouse, username, secret string) (external.Engine, error) {
+func Dial(w store.Warehouse, username, secret string) (external.Engine, error) {
 	var (
 		e   external.Engine
 		err error
@@ -45,9 +48,10 @@ func dialWarehouse(w store.Warehouse, username, secret string) (external.Engine,
 	return e, nil
 }
 
-// testWarehouse is http.Config.TestWarehouse: open the engine, ping it, close it.
-func testWarehouse(ctx context.Context, w store.Warehouse, username, secret string) error {
-	e, err := dialWarehouse(w, username, secret)
+// Test opens the engine, pings it and closes it: the check run when a warehouse is
+// created or updated, and by POST /warehouses/{id}/test.
+func Test(ctx context.Context, w store.Warehouse, username, secret string) error {
+	e, err := Dial(w, username, secret)
 	if err != nil {
 		return err
 	}

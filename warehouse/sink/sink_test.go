@@ -109,6 +109,20 @@ func newFixture(t *testing.T, ec engineCase, srv *testsrv.Server) *fixture {
 	return f
 }
 
+// shipped starts the engine and a fixture over it, sends n records and waits until the
+// sink has shipped them.
+func shipped(t *testing.T, ec engineCase, n int) (*testsrv.Server, *fixture) {
+	t.Helper()
+	srv := ec.start(t)
+	f := newFixture(t, ec, srv)
+	f.send(t, n)
+	if err := f.mgr.Wake(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first records to ship", func() bool { return f.lag(t) == 0 })
+	return srv, f
+}
+
 // send appends n records as ingest does (one request, one batch, received now by the
 // fixture's clock); n of each is distinct.
 func (f *fixture) send(t *testing.T, n int) {
@@ -165,13 +179,7 @@ func (f *fixture) counts(t *testing.T) (rows, distinct int64) {
 func TestSinkEngineDownAndBack(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			srv := ec.start(t)
-			f := newFixture(t, ec, srv)
-			f.send(t, 1200)
-			if err := f.mgr.Wake(); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "the first records to ship", func() bool { return f.lag(t) == 0 })
+			srv, f := shipped(t, ec, 1200)
 
 			srv.Stop(t)
 			errsBefore := f.mgr.Errors.Load()
@@ -204,13 +212,7 @@ func TestSinkEngineDownAndBack(t *testing.T) {
 func TestSinkRedeliveryIsIdempotent(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			srv := ec.start(t)
-			f := newFixture(t, ec, srv)
-			f.send(t, 900)
-			if err := f.mgr.Wake(); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "shipping", func() bool { return f.lag(t) == 0 })
+			_, f := shipped(t, ec, 900)
 			// Replay the whole outbox into the table, as a restarted sink would after
 			// losing its checkpoint.
 			eng, err := f.mgr.Engine(f.wh)
@@ -286,13 +288,7 @@ func TestOutboxTrim(t *testing.T) {
 func TestSinkFollowsTheWarehouse(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			srv := ec.start(t)
-			f := newFixture(t, ec, srv)
-			f.send(t, 300)
-			if err := f.mgr.Wake(); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "shipping", func() bool { return f.lag(t) == 0 })
+			srv, f := shipped(t, ec, 300)
 
 			// Another schema (PostgreSQL) or database (ClickHouse), made by the engine's
 			// user, then the warehouse moved there.
@@ -407,13 +403,7 @@ func TestTableOwnership(t *testing.T) {
 func TestSinkAddsColumns(t *testing.T) {
 	for _, ec := range engineCases {
 		t.Run(ec.name, func(t *testing.T) {
-			srv := ec.start(t)
-			f := newFixture(t, ec, srv)
-			f.send(t, 10)
-			if err := f.mgr.Wake(); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, "shipping", func() bool { return f.lag(t) == 0 })
+			_, f := shipped(t, ec, 10)
 			fields := append(f.model.Fields, store.Field{Name: "extra", Type: store.TypeString})
 			m, err := f.st.UpdateModel(f.model.ProjectID, f.model.ID, store.ModelInput{Fields: &fields}, 0)
 			if err != nil {

@@ -135,10 +135,6 @@ func unwrapNet(err error) string {
 
 // Ping checks the server answers and accepts the credentials and database.
 func (e *Engine) Ping(ctx context.Context) error {
-	_, err := e.exec(ctx, "SELECT count() FROM system.tables WHERE database = "+Literal(e.cfg.Database))
-	if err != nil {
-		return err
-	}
 	b, err := e.exec(ctx, "SELECT count() FROM system.databases WHERE name = "+Literal(e.cfg.Database)+" FORMAT TabSeparated")
 	if err != nil {
 		return err

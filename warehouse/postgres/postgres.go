@@ -207,7 +207,7 @@ func (e *Engine) EnsureTable(ctx context.Context, t *external.Table) error {
 
 // Insert copies rows into a temporary table and moves them over with ON CONFLICT DO
 // NOTHING, in one transaction: COPY is the fast way in, and the conflict clause makes a
-// repeated delivery harmless.
+// repeated delivery harmless. It converts values in rows in place (uint64, NUL).
 func (e *Engine) Insert(ctx context.Context, t *external.Table, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil

@@ -80,7 +80,6 @@ type worker struct {
 	route
 	projectID string
 
-	lag       atomic.Int64
 	shipped   atomic.Int64
 	errors    atomic.Int64
 	lastError atomic.Pointer[string]
@@ -262,7 +261,6 @@ func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	w.lag.Store(st.Lag())
 	if st.Lag() == 0 {
 		return 0, nil
 	}
@@ -313,7 +311,6 @@ func (m *Manager) step(ctx context.Context, w *worker) (int, error) {
 	if err := l.SetShipped(w.modelID, last); err != nil {
 		return 0, err
 	}
-	w.lag.Store(int64(st.Head - last))
 	w.shipped.Add(int64(len(rows)))
 	w.lastOK.Store(m.Now().UnixMilli())
 	w.lastError.Store(nil)
@@ -433,7 +430,6 @@ func (m *Manager) Admit(warehouseID, modelID string) error {
 
 // Status is where one model's shipping stands.
 type Status struct {
-	ProjectID     string     `json:"-"`
 	ModelID       string     `json:"model_id"`
 	WarehouseID   string     `json:"warehouse_id"`
 	LagRecords    int64      `json:"lag_records"`
@@ -454,7 +450,7 @@ func (m *Manager) Statuses() []Status {
 	m.mu.Unlock()
 	out := make([]Status, 0, len(ws))
 	for _, w := range ws {
-		s := Status{ProjectID: w.projectID, ModelID: w.modelID, WarehouseID: w.warehouseID, LagRecords: w.lag.Load(), Shipped: w.shipped.Load(), Errors: w.errors.Load()}
+		s := Status{ModelID: w.modelID, WarehouseID: w.warehouseID, Shipped: w.shipped.Load(), Errors: w.errors.Load()}
 		// The lag is read from the outbox now, not as the worker last saw it: records
 		// acknowledged since count at once, whatever the worker is doing.
 		if l, err := m.Records.Existing(w.warehouseID); err == nil {

@@ -352,6 +352,7 @@ func (m *Main) Open() (err error) {
 		return err
 	}
 	m.HTTP.SetIngestURL(m.IngestURL)
+	m.HTTP.SetQueryURL(m.QueryURL)
 	if m.BaseURL, err = m.listen("console", m.opts.addr, m.opts.tlsCert, m.opts.tlsKey, false, m.HTTP.ConsoleHandler()); err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func TestPanicsAnswerWithTheEnvelope(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	h := newHarness(t)
 	h.do("GET", "/healthz", "", nil)
-	h.do("GET", "/nope", "", nil)
+	h.do("GET", "/api/v1/nope", "", nil)
 	resp, err := http.Get(h.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func (s *Server) registerConsoleQueryRoutes(m *mux) {
 	p := consoleBase.prefix
 	m.handle(http.MethodPost, p+"/projects/:id/query", route{auth: authSession, target: targetProjectParam, readOnly: true}, s.handleConsoleQuery)
 	m.handle(http.MethodGet, p+"/projects/:id/stats", route{auth: authSession, target: targetProjectParam}, s.handleProjectStats)
+	m.handle(http.MethodGet, p+"/projects/:id/activity", route{auth: authSession, target: targetProjectParam}, s.handleActivity)
 	m.handle(http.MethodGet, p+"/projects/:id/models/:key/export", route{auth: authSession, target: targetProjectParam}, s.handleExport)
 }
 
@@ -268,4 +269,45 @@ func (s *Server) handleProjectStats(w http.ResponseWriter, r *http.Request, c *c
 	}
 	writeData(w, http.StatusOK, map[string]any{"project_id": c.project.ID, "models": out})
 	return nil
+}
+
+// handleActivity is the console overview's time series: records each active model received
+// per hour over the last ?hours= (default 24, at most 96), and the alerting tallies of the
+// last ?days= (default 14, at most 90).
+func (s *Server) handleActivity(w http.ResponseWriter, r *http.Request, c *call) error {
+	hours, err := intParam(r, "hours", 24, 1, query.MaxActivitySteps)
+	if err != nil {
+		return err
+	}
+	days, err := intParam(r, "days", 14, 1, 90)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	from := now.Truncate(time.Hour).Add(-time.Duration(hours-1) * time.Hour)
+	ctx, cancel := context.WithTimeout(r.Context(), s.queryTimeout)
+	defer cancel()
+	recs, err := s.query.Activity(ctx, c.project.ID, from, time.Hour, hours)
+	if err != nil {
+		return err
+	}
+	al, err := s.alerts.Activity(c.project.ID, days)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, map[string]any{"project_id": c.project.ID, "from": from, "step_seconds": 3600, "records": recs, "alerts": al})
+	return nil
+}
+
+// intParam reads an optional integer query parameter within lo..hi.
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, store.Invalid(store.FieldError{Field: name, Message: fmt.Sprintf("must be an integer from %d to %d", lo, hi)})
+	}
+	return n, nil
 }

@@ -50,6 +50,7 @@ type Server struct {
 	sink          *sink.Manager
 	wsDiscover    bool
 	ingestURL     string
+	queryURL      string
 	// metricsToken is the SHA-256 of the token /metrics requires; nil leaves it open.
 	metricsToken []byte
 
@@ -193,10 +194,29 @@ func (s *Server) GoAway(ctx context.Context) { s.sockets.goAway(ctx) }
 // Call it before the console listener starts serving.
 func (s *Server) SetIngestURL(u string) { s.ingestURL = u }
 
+// SetQueryURL tells the console where the query listener is, for its examples. Call it
+// before the console listener starts serving.
+func (s *Server) SetQueryURL(u string) { s.queryURL = u }
+
 // ConsoleHandler serves the console API (/api/v1), the Management API (/management/v1),
 // health and metrics.
 func (s *Server) ConsoleHandler() http.Handler {
 	m := s.newMux("console")
+	// Every GET outside the APIs is the web console's page (client-side routing); the
+	// APIs keep their JSON 404.
+	notFound := m.r.NotFound
+	app := withoutParams(m.wrap("app", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		s.serveIndex(w, r)
+		return nil
+	}))
+	m.r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isAppPath(r) {
+			app.ServeHTTP(w, r)
+			return
+		}
+		notFound.ServeHTTP(w, r)
+	})
+	s.registerConsoleApp(m)
 	m.handle(http.MethodGet, "/metrics", route{}, s.handleMetrics(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.registerAuthRoutes(m)
 	s.registerWorkspaceRoutes(m)

@@ -356,3 +356,76 @@ func assetPath(b *browser, file string) string {
 	b.eval(`document.querySelector('script[type=module]').getAttribute('src')`, &src)
 	return strings.TrimSuffix(src, "js/main.js") + file
 }
+
+// TestConsoleAssistantCases runs the assistant's parser (http/console/js/assistant.js) in
+// the real browser over testdata/console/assistant_cases.json: each plain-words request
+// must give exactly the draft written down (model, conditions in order, match, severity),
+// the same twice.
+func TestConsoleAssistantCases(t *testing.T) {
+	raw, err := os.ReadFile("testdata/console/assistant_cases.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Metadata map[string]json.RawMessage `json:"metadata"`
+		Cases    []struct {
+			Text      string `json:"text"`
+			Ref       string `json:"metadata_ref"`
+			Preferred string `json:"preferred_model"`
+			Want      struct {
+				ModelKey    *string          `json:"model_key"`
+				Conditions  []map[string]any `json:"conditions"`
+				Match       string           `json:"match"`
+				Severity    *string          `json:"severity"`
+				Ignored     []string         `json:"ignored"`
+				MinProblems int              `json:"min_problems"`
+			} `json:"want"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) < 25 {
+		t.Fatalf("only %d cases", len(file.Cases))
+	}
+	p := startServe(t, freeArgs(filepath.Join(t.TempDir(), "data"))...)
+	defer p.stop(t)
+	b := newBrowser(t, p.base)
+	b.navigate("/")
+	b.waitURL("/setup")
+	type got struct {
+		ModelKey   *string          `json:"model_key"`
+		Conditions []map[string]any `json:"conditions"`
+		Match      string           `json:"match"`
+		Severity   *string          `json:"severity"`
+		Ignored    []string         `json:"ignored"`
+		Problems   []string         `json:"problems"`
+		Understood []string         `json:"understood"`
+		Again      bool             `json:"again"`
+	}
+	var results []got
+	b.importModule(assetPath(b, "js/assistant.js"), fmt.Sprintf(`(() => { const f = %s; return f.cases.map(c => {
+		const md = f.metadata[c.metadata_ref];
+		const a = m.parseAlertIntent(c.text, md, c.preferred_model);
+		const again = JSON.stringify(m.parseAlertIntent(c.text, md, c.preferred_model)) === JSON.stringify(a);
+		return {...a, again};
+	}); })()`, raw), &results)
+	for i, c := range file.Cases {
+		g := results[i]
+		w := c.Want
+		wantJSON, _ := json.Marshal([]any{w.ModelKey, w.Conditions, w.Match, w.Severity})
+		gotJSON, _ := json.Marshal([]any{g.ModelKey, g.Conditions, g.Match, g.Severity})
+		if string(wantJSON) != string(gotJSON) {
+			t.Errorf("%q:\n got %s\nwant %s\n(understood %q, ignored %q, problems %q)", c.Text, gotJSON, wantJSON, g.Understood, g.Ignored, g.Problems)
+		}
+		if w.Ignored != nil && strings.Join(w.Ignored, "|") != strings.Join(g.Ignored, "|") {
+			t.Errorf("%q: ignored %q, want %q", c.Text, g.Ignored, w.Ignored)
+		}
+		if len(g.Problems) < w.MinProblems {
+			t.Errorf("%q: problems %q, want at least %d", c.Text, g.Problems, w.MinProblems)
+		}
+		if !g.Again {
+			t.Errorf("%q: a second parse differs", c.Text)
+		}
+	}
+}

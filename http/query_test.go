@@ -938,3 +938,61 @@ func TestConsoleExport(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) { qw.run(t, sc) })
 	}
 }
+
+// TestConsoleActivity: the overview's time series count what the project's models received
+// per hour (the same count a query gives), and the route takes the project checks of every
+// console project route.
+func TestConsoleActivity(t *testing.T) {
+	qw := newQueryWorld(t, nil)
+	w := qw.w
+	p := "/api/v1/projects/" + qw.project
+	strangerStatus := qw.do("GET", p, bearer(w.strangerSes), nil).status
+	for _, sc := range []scenario{
+		{name: "no session", method: "GET", url: p + "/activity", status: 401},
+		{name: "stranger", method: "GET", auth: bearer(w.strangerSes), url: p + "/activity", status: strangerStatus, notContains: []string{`"records"`}},
+		{name: "hours out of range", method: "GET", auth: bearer(w.memberSes), url: p + "/activity?hours=97", status: 400, contains: []string{`"field":"hours"`}},
+		{name: "days not a number", method: "GET", auth: bearer(w.memberSes), url: p + "/activity?days=x", status: 400, contains: []string{`"field":"days"`}},
+	} {
+		t.Run(sc.name, func(t *testing.T) { qw.run(t, sc) })
+	}
+	r := qw.do("GET", p+"/activity?hours=3&days=2", bearer(w.memberSes), nil)
+	var got struct {
+		StepSeconds int `json:"step_seconds"`
+		Records     []struct {
+			ModelKey string  `json:"model_key"`
+			Counts   []int64 `json:"counts"`
+		} `json:"records"`
+		Alerts struct {
+			Days            []string       `json:"days"`
+			IncidentsOpened []int          `json:"incidents_opened"`
+			Deliveries      map[string]int `json:"deliveries"`
+			SuccessRate     *float64       `json:"success_rate"`
+		} `json:"alerts"`
+	}
+	if r.status != 200 || json.Unmarshal(r.env.Data, &got) != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	counted := map[string]int64{}
+	for _, m := range got.Records {
+		if len(m.Counts) != 3 {
+			t.Fatalf("%s: %d steps", m.ModelKey, len(m.Counts))
+		}
+		for _, n := range m.Counts {
+			counted[m.ModelKey] += n
+		}
+	}
+	// What a count query says each model holds: every record was received within the hour.
+	for _, m := range got.Records {
+		q := qw.do("POST", p+"/query", bearer(w.memberSes), map[string]any{"schema": m.ModelKey, "aggregations": countAgg})
+		var res struct{ Rows [][]int64 }
+		if err := json.Unmarshal(q.env.Data, &res); err != nil || len(res.Rows) != 1 {
+			t.Fatalf("%s: %s", m.ModelKey, q.body)
+		}
+		if counted[m.ModelKey] != res.Rows[0][0] || m.Counts[2] != res.Rows[0][0] {
+			t.Errorf("%s: activity %v, query %d", m.ModelKey, m.Counts, res.Rows[0][0])
+		}
+	}
+	if counted["events"] != 6 || got.StepSeconds != 3600 || len(got.Alerts.Days) != 2 || len(got.Alerts.IncidentsOpened) != 2 || got.Alerts.SuccessRate != nil {
+		t.Fatalf("%s", r.body)
+	}
+}

@@ -73,3 +73,15 @@ export async function page(path, cursor, limit = 50) {
   const env = await request('GET', path + sep + 'limit=' + limit + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
   return { rows: env.data, next: env.next_cursor || '' };
 }
+
+/** document reads a JSON document that is served as is, not in the envelope (OpenAPI). */
+export async function rawDocument(path) {
+  const t = token();
+  const resp = await fetch('/api/v1' + path, { headers: { Accept: 'application/json', Authorization: 'Bearer ' + t }, credentials: 'omit', cache: 'no-store' });
+  const body = await resp.json().catch(() => null);
+  if (!resp.ok) {
+    if (resp.status === 401 && t) { setToken(''); onUnauthorized(); }
+    throw new ApiError(resp.status, body);
+  }
+  return body;
+}

@@ -145,6 +145,11 @@ export async function edit(ctx) {
   }
   const a = isNew ? { name: '', description: '', model_key: meta.models[0].key, conditions: [], match: 'all', select_fields: [], group_by: [], severity: 'warning', channel_ids: [], cooldown_seconds: meta.limits.cooldown_seconds_default || 300, enabled: true }
     : await api.get('/alerts/' + ctx.params.id);
+  if (isNew && ctx.query.get('draft')) {
+    // A draft handed over by the assistant, to refine here.
+    try { Object.assign(a, JSON.parse(sessionStorage.getItem('lookout.alertDraft') || '{}')); } catch { /* start blank */ }
+    delete a.project_id;
+  }
   const archived = a.status === 'archived';
   let timer = 0;
   const simBox = h('div', { id: 'simulation' }, h('p', { class: 'muted' }, 'Edit the sample event: the draft is simulated against it as you type.'));

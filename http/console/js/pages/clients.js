@@ -174,11 +174,9 @@ function examples(c) {
 
 function openapi(c) {
   const box = h('div', { class: 'card' }, h('p', { class: 'muted' }, 'Loading the document…'));
-  // The document is served as is, not in the envelope: the one raw read of the console.
-  fetch(`/api/v1/ingest-clients/${c.id}/openapi.json`, { headers: { Authorization: 'Bearer ' + api.token() }, cache: 'no-store' })
-    .then(async (resp) => {
-      if (!resp.ok) throw new Error((await resp.json()).message);
-      const text = JSON.stringify(await resp.json(), null, 2);
+  api.rawDocument(`/ingest-clients/${c.id}/openapi.json`)
+    .then((doc) => {
+      const text = JSON.stringify(doc, null, 2);
       mount(box, h('div', { class: 'page-head' }, h('h3', {}, 'OpenAPI 3.1 document of this client\'s /ingest'), copyButton(text, 'Copy')),
         h('p', { class: 'muted small' }, 'Import it into a client generator or an API tool; it carries a JSON Schema per model the client may write.'),
         h('pre', { tabindex: '0', id: 'openapi-doc' }, text));

@@ -180,9 +180,9 @@ export function form(fields, { submit = 'Save', onSubmit, extra, cancel } = {}) 
         if (spec.value !== undefined && spec.value !== null) input.value = spec.value;
     }
     inputs[spec.name] = { spec, input, wrap, errEl };
-    if (spec.type === 'checkbox') wrap.append(input, h('label', { for: id }, spec.label), help, errEl);
-    else if (spec.type === 'checks') wrap.append(h('span', { id: id + '-l', class: 'label' }, h('label', {}, spec.label)), input, help, errEl);
-    else wrap.append(h('label', { for: id }, spec.label, spec.required ? h('span', { 'aria-hidden': 'true' }, ' *') : ''), input, help, errEl);
+    if (spec.type === 'checkbox') append(wrap, [input, h('label', { for: id }, spec.label), help, errEl]);
+    else if (spec.type === 'checks') append(wrap, [h('span', { id: id + '-l', class: 'label' }, h('label', {}, spec.label)), input, help, errEl]);
+    else append(wrap, [h('label', { for: id }, spec.label, spec.required ? h('span', { 'aria-hidden': 'true' }, ' *') : ''), input, help, errEl]);
     f.append(wrap);
   }
   if (extra) f.append(extra);

@@ -36,58 +36,55 @@ func (s *Service) Activity(projectID string, days int) (Activity, error) {
 	for i := range a.Days {
 		a.Days[i] = first.AddDate(0, 0, i).Format("2006-01-02")
 	}
-	read := 0
-	page := store.Page{Limit: 200}
-incidents:
-	for {
-		incs, next, err := s.Store.ListIncidents(projectID, store.IncidentFilter{}, page)
-		if err != nil {
-			return a, err
+	truncI, err := eachSince(func(p store.Page) ([]store.Incident, string, error) {
+		return s.Store.ListIncidents(projectID, store.IncidentFilter{}, p)
+	}, first, func(inc *store.Incident) time.Time { return inc.CreatedAt }, func(inc *store.Incident) {
+		if d := int(inc.CreatedAt.Sub(first) / (24 * time.Hour)); d >= 0 && d < days {
+			a.IncidentsOpened[d]++
 		}
-		for _, inc := range incs {
-			if inc.CreatedAt.Before(first) {
-				break incidents
-			}
-			if read++; read > MaxActivityRows {
-				a.Truncated = true
-				break incidents
-			}
-			if d := int(inc.CreatedAt.Sub(first) / (24 * time.Hour)); d >= 0 && d < days {
-				a.IncidentsOpened[d]++
-			}
-		}
-		if next == "" {
-			break
-		}
-		page.After = next
+	})
+	if err != nil {
+		return a, err
 	}
-	read, page = 0, store.Page{Limit: 200}
-deliveries:
-	for {
-		ds, next, err := s.Store.ListDeliveries(projectID, store.DeliveryFilter{}, page)
-		if err != nil {
-			return a, err
+	truncD, err := eachSince(func(p store.Page) ([]store.Delivery, string, error) {
+		return s.Store.ListDeliveries(projectID, store.DeliveryFilter{}, p)
+	}, first, func(d *store.Delivery) time.Time { return d.CreatedAt }, func(d *store.Delivery) {
+		if d.Kind != store.NoticeTest {
+			a.Deliveries[d.Status]++
 		}
-		for _, d := range ds {
-			if d.CreatedAt.Before(first) {
-				break deliveries
-			}
-			if read++; read > MaxActivityRows {
-				a.Truncated = true
-				break deliveries
-			}
-			if d.Kind != store.NoticeTest {
-				a.Deliveries[d.Status]++
-			}
-		}
-		if next == "" {
-			break
-		}
-		page.After = next
+	})
+	if err != nil {
+		return a, err
 	}
+	a.Truncated = truncI || truncD
 	if ended := a.Deliveries[store.DeliveryDelivered] + a.Deliveries[store.DeliveryDeadLetter] + a.Deliveries[store.DeliveryFailed]; ended > 0 {
 		r := float64(a.Deliveries[store.DeliveryDelivered]) / float64(ended)
 		a.SuccessRate = &r
 	}
 	return a, nil
+}
+
+// eachSince hands fn the rows of a newest-first list created at or after first, page by
+// page, and stops after MaxActivityRows of them (truncated).
+func eachSince[R any](list func(store.Page) ([]R, string, error), first time.Time, created func(*R) time.Time, fn func(*R)) (truncated bool, err error) {
+	read, page := 0, store.Page{Limit: 200}
+	for {
+		rows, next, err := list(page)
+		if err != nil {
+			return false, err
+		}
+		for i := range rows {
+			if created(&rows[i]).Before(first) {
+				return false, nil
+			}
+			if read++; read > MaxActivityRows {
+				return true, nil
+			}
+			fn(&rows[i])
+		}
+		if next == "" {
+			return false, nil
+		}
+		page.After = next
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"io/fs"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -109,4 +110,26 @@ func TestConsoleAssetsBudget(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// BenchmarkConsoleAsset serves one gzip'd console file and the app's page: the work behind
+// a page load once the browser has nothing cached.
+func BenchmarkConsoleAsset(b *testing.B) {
+	h := newHarness(b)
+	handler := h.srv.ConsoleHandler()
+	app := console()
+	for _, path := range []string{app.prefix + "js/main.js", "/p/prj_x/alerts"} {
+		b.Run(path[len(path)-7:], func(b *testing.B) {
+			req := httptest.NewRequest("GET", path, nil)
+			req.Header.Set("Accept-Encoding", "gzip, deflate, br")
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				rec := httptest.NewRecorder()
+				handler.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
+	}
 }

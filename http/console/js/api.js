@@ -39,7 +39,9 @@ export async function request(method, path, body, opts = {}) {
   const text = await resp.text();
   try { env = text ? JSON.parse(text) : null; } catch { env = null; }
   if (!resp.ok || !env || env.error) {
-    if (resp.status === 401 && t && !opts.anonymous) {
+    // Only the first of several requests refused together ends the session: the others
+    // were sent with the same token, which is gone by the time they answer.
+    if (resp.status === 401 && t && !opts.anonymous && token() === t) {
       setToken('');
       onUnauthorized();
     }
@@ -80,7 +82,7 @@ export async function rawDocument(path) {
   const resp = await fetch('/api/v1' + path, { headers: { Accept: 'application/json', Authorization: 'Bearer ' + t }, credentials: 'omit', cache: 'no-store' });
   const body = await resp.json().catch(() => null);
   if (!resp.ok) {
-    if (resp.status === 401 && t) { setToken(''); onUnauthorized(); }
+    if (resp.status === 401 && t && token() === t) { setToken(''); onUnauthorized(); }
     throw new ApiError(resp.status, body);
   }
   return body;

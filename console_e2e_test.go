@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +151,25 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.clickText("[role=tab]", "Send data")
 	b.waitJS(fmt.Sprintf("document.body.innerText.includes(%s)", jsString(ingestURL+"/ingest")))
 	both("ingest-client")
+	// The curl example works as shown: its URL and body, with the key, are accepted.
+	var curl string
+	b.eval(`document.querySelector('[role=tabpanel] pre').textContent`, &curl)
+	m := regexp.MustCompile(`curl -s -X POST '([^']+)'[^\n]*\n(?:.*\n)*?\s*-d '([^']+)'`).FindStringSubmatch(curl)
+	if m == nil {
+		t.Fatalf("no URL and body in the curl example:\n%s", curl)
+	}
+	exReq, _ := http.NewRequest("POST", m[1], strings.NewReader(m[2]))
+	exReq.Header.Set("Authorization", "ApiKey "+key)
+	exReq.Header.Set("Content-Type", "application/json")
+	exResp, err := http.DefaultClient.Do(exReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exBody, _ := io.ReadAll(exResp.Body)
+	exResp.Body.Close()
+	if exResp.StatusCode != 202 {
+		t.Fatalf("the curl example's request: %d %s", exResp.StatusCode, exBody)
+	}
 	b.clickText("[role=tab]", "OpenAPI")
 	b.waitJS(`document.querySelector('#openapi-doc') && document.querySelector('#openapi-doc').textContent.includes('"openapi": "3.1.0"')`)
 	if strings.Contains(b.pageText(), key) {
@@ -274,7 +294,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	b.waitVisible("#pg-run")
 	b.setValue("#pg-group", "service")
 	b.click("#pg-run")
-	b.waitJS(`document.querySelectorAll('#pg-chart svg rect.chart-bar').length === 3 && document.querySelectorAll('#pg-result tbody tr').length === 3`)
+	b.waitJS(`document.querySelectorAll('#pg-chart svg rect.chart-bar').length === 4 && document.querySelectorAll('#pg-result tbody tr').length === 4`)
 	both("playground")
 
 	// A Management Token: its secret shows once, never again.
@@ -320,7 +340,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 	// The dashboard: first paint within budget, and nothing moves when the data lands.
 	b.setTheme("light")
 	b.navigate("/p/" + pid)
-	b.waitJS(`document.querySelector('#stat-records').textContent === '61' && document.querySelector('#records-chart svg path.chart-line') && document.querySelector('#incidents-chart svg rect.chart-bar') && document.querySelector('#model-stats tbody tr')`)
+	b.waitJS(`document.querySelector('#stat-records').textContent === '62' && document.querySelector('#records-chart svg path.chart-line') && document.querySelector('#incidents-chart svg rect.chart-bar') && document.querySelector('#model-stats tbody tr')`)
 	fcp, cls := b.metrics()
 	t.Logf("dashboard: first contentful paint %.0f ms, cumulative layout shift %.4f", fcp, cls)
 	if fcp <= 0 || fcp >= 300 {

@@ -12,7 +12,7 @@ export async function setup(ctx) {
   const f = form([
     { name: 'name', label: 'Your name', required: true, autocomplete: 'name' },
     { name: 'email', label: 'Email', type: 'email', required: true, autocomplete: 'email' },
-    { name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'new-password', help: 'At least 12 characters.' },
+    { name: 'password', label: 'Password', type: 'password', required: true, autocomplete: 'new-password', help: '8 to 1024 characters.' },
   ], {
     submit: 'Create the owner account',
     onSubmit: async (v) => {

@@ -73,7 +73,7 @@ async function clientDetail(ctx, kind) {
     { label: 'Runtime keys', render: () => keysBox },
   ];
   if (kind === 'ingest') {
-    panels.push({ label: 'Send data', render: () => examples(c) });
+    panels.push({ label: 'Send data', render: () => examples(c, models) });
     panels.push({ label: 'OpenAPI', render: () => openapi(c) });
   }
   const del = h('button', { class: 'danger', onclick: async () => {
@@ -160,13 +160,21 @@ function authForm(kind, c, cas) {
   });
 }
 
-function examples(c) {
+/** exampleRecord is a record the model accepts: a value of each field's type. */
+function exampleRecord(m) {
+  const sample = { string: 'example', integer: 1, number: 1.5, boolean: true, timestamp: new Date(Date.UTC(2026, 0, 1)).toISOString(), object: {}, array: [] };
+  const rec = {};
+  for (const f of (m && m.fields) || []) rec[f.name] = sample[f.type];
+  return JSON.stringify(m ? rec : { field: 'value' });
+}
+
+function examples(c, models) {
   const url = (state.config.ingest_url || 'http://127.0.0.1:8081') + '/ingest';
   const model = c.models[0] || 'your_model';
-  const rec = '{"id": "o-1", "amount": 42}';
+  const rec = exampleRecord(models.find((m) => m.key === model));
   const curl = `curl -s -X POST '${url}?schema=${model}' \\\n  -H "Authorization: ApiKey $LOOKOUT_KEY" \\\n  -H 'Content-Type: application/json' \\\n  -d '{"schema": "${model}", "data": [${rec}]}'\n\n# NDJSON, one record per line\nprintf '%s\\n' '${rec}' | curl -s -X POST '${url}?schema=${model}' \\\n  -H "Authorization: ApiKey $LOOKOUT_KEY" -H 'Content-Type: application/x-ndjson' --data-binary @-`;
   const js = `const resp = await fetch('${url}', {\n  method: 'POST',\n  headers: {\n    'Authorization': 'ApiKey ' + LOOKOUT_KEY,\n    'Content-Type': 'application/json',\n  },\n  body: JSON.stringify({ schema: '${model}', data: [${rec}] }),\n});\nconst out = await resp.json();\nif (out.error) throw new Error(out.message);\nconsole.log(out.data.accepted, 'accepted');`;
-  const py = `import json, os, urllib.request\n\nreq = urllib.request.Request(\n    "${url}",\n    data=json.dumps({"schema": "${model}", "data": [${rec}]}).encode(),\n    headers={\n        "Authorization": "ApiKey " + os.environ["LOOKOUT_KEY"],\n        "Content-Type": "application/json",\n    },\n    method="POST",\n)\nwith urllib.request.urlopen(req) as resp:\n    print(json.load(resp)["data"])`;
+  const py = `import json, os, urllib.request\n\nreq = urllib.request.Request(\n    "${url}",\n    data=json.dumps({"schema": "${model}", "data": [json.loads('${rec}')]}).encode(),\n    headers={\n        "Authorization": "ApiKey " + os.environ["LOOKOUT_KEY"],\n        "Content-Type": "application/json",\n    },\n    method="POST",\n)\nwith urllib.request.urlopen(req) as resp:\n    print(json.load(resp)["data"])`;
   const block = (title, code) => h('div', { class: 'card' }, h('div', { class: 'page-head' }, h('h3', {}, title), copyButton(code, 'Copy')), h('pre', { tabindex: '0' }, code));
   return h('div', {}, h('p', { class: 'muted' }, 'The ingest listener answers at ', h('code', {}, url), '. Use a runtime key of this client (Runtime keys tab); the 202 comes after the records are on disk.'),
     block('curl', curl), block('JavaScript (fetch)', js), block('Python', py));

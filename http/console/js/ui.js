@@ -105,6 +105,9 @@ export function dialog(title, content, actions = [{ label: 'Close' }]) {
   const body = h('div', { class: 'dialog-body' }, err, content);
   const d = h('dialog', { 'aria-label': title });
   const close = () => { d.close(); d.remove(); };
+  // A dialog without actions (a form with its own submit button) still gets a way out for
+  // someone without a keyboard, after the form: a modal dialog ignores clicks on its backdrop.
+  if (!actions.length) actions = [{ label: 'Cancel' }];
   const foot = h('div', { class: 'dialog-foot' }, actions.map((a) => h('button', {
     type: 'button', class: a.primary ? 'primary' : a.danger ? 'danger' : '',
     onclick: async (ev) => {
@@ -280,4 +283,27 @@ export function tabs(panels) {
   return el;
 }
 
+/**
+ * act wraps a button's async work: the button is disabled while it runs and a refusal
+ * shows as a notice instead of an uncaught rejection (a 401 already leads to sign-in).
+ */
+export function act(fn) {
+  return async (ev) => {
+    const b = ev && ev.currentTarget;
+    if (b) b.disabled = true;
+    try { await fn(ev); } catch (e) { if (e.status !== 401) toast(errorText(e), 'bad'); } finally { if (b && b.isConnected) b.disabled = false; }
+  };
+}
+
 export function link(href, text, attrs = {}) { return h('a', { href, ...attrs }, text); }
+
+// In-page links (the skip link) move focus to their target. This listener runs before the
+// router's (this module loads first) and claims the click: the router would take the link
+// as a navigation to the same page, draw it again and leave focus on the link.
+document.addEventListener('click', (e) => {
+  const a = e.target.closest('a[href^="#"]');
+  const target = a && document.getElementById(a.getAttribute('href').slice(1));
+  if (!target || e.defaultPrevented) return;
+  e.preventDefault();
+  target.focus();
+});

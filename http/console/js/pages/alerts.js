@@ -1,7 +1,7 @@
 // Alerts: the list, the editor built from /alerts/metadata with a live simulation, and the
 // assistant that turns plain words into a draft (js/assistant.js, no service behind it).
 import * as api from '../api.js';
-import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, nextId, errorText, badge } from '../ui.js';
+import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, nextId, errorText, badge, act } from '../ui.js';
 import { parseAlertIntent } from '../assistant.js';
 
 export async function list(ctx) {
@@ -17,6 +17,10 @@ export async function list(ctx) {
     const params = new URLSearchParams({ project_id: pid });
     if (qIn.value) params.set('q', qIn.value);
     if (enIn.value) params.set('enabled', enIn.value);
+    // The filters live in the address too: a reload or a shared link shows the same list.
+    const shown = new URLSearchParams(params);
+    shown.delete('project_id');
+    history.replaceState(null, '', location.pathname + (shown.toString() ? '?' + shown : ''));
     const rows = await api.list('/alerts?' + params);
     mount(box, table([
       { label: 'Name', get: (a) => h('a', { href: `/p/${pid}/alerts/${a.id}` }, a.name) },
@@ -199,25 +203,36 @@ export async function edit(ctx) {
       }
     },
   });
-  f.inputs.model_key.input.addEventListener('change', () => { conds.refresh(); changed(); });
+  // The notification and grouping fields are the chosen model's: a new model redraws them,
+  // keeping the ticks of fields it shares with the old one.
+  const refillChecks = (name, options) => {
+    const box = f.inputs[name].input;
+    const on = new Set([...box.querySelectorAll('input:checked')].map((c) => c.value));
+    mount(box, options.map((o) => h('label', {}, h('input', { type: 'checkbox', value: o, checked: on.has(o), name: name + '[]' }), o)));
+  };
+  f.inputs.model_key.input.addEventListener('change', () => {
+    const fields = fieldNames(f.inputs.model_key.input.value);
+    refillChecks('select_fields', fields.map((x) => x.name));
+    refillChecks('group_by', fields.filter((x) => x.groupable).map((x) => x.name));
+    conds.refresh();
+    changed();
+  });
   f.addEventListener('input', changed);
   f.addEventListener('change', changed);
   sample.value = JSON.stringify(sampleFor(a.conditions, fieldNames(a.model_key)), null, 2);
   sample.addEventListener('input', changed);
   const actions = [];
   if (!isNew && !archived) {
-    actions.push(h('button', { onclick: async () => { await api.post(`/alerts/${a.id}/${a.enabled ? 'disable' : 'enable'}`); ctx.navigate(location.pathname, true); } }, a.enabled ? 'Disable' : 'Enable'));
-    actions.push(h('button', { class: 'danger', onclick: async () => {
+    actions.push(h('button', { onclick: act(async () => { await api.post(`/alerts/${a.id}/${a.enabled ? 'disable' : 'enable'}`); ctx.navigate(location.pathname, true); }) }, a.enabled ? 'Disable' : 'Enable'));
+    actions.push(h('button', { class: 'danger', onclick: act(async () => {
       if (!(await confirm('Archive alert', `Archive ${a.name}? It stops watching; its incidents stay.`, 'Archive'))) return;
       await api.del('/alerts/' + a.id);
       ctx.navigate(`/p/${pid}/alerts`);
-    } }, 'Archive'));
+    }) }, 'Archive'));
   }
-  const sid = nextId();
   mount(ctx.el, pageHead(isNew ? 'New alert' : a.name, isNew ? null : statusBadge(archived ? 'archived' : a.enabled ? 'enabled' : 'disabled'), ...actions),
     h('div', { class: 'grid2' }, h('div', { class: 'card' }, f),
-      h('div', { class: 'card' }, h('h2', {}, 'Simulation'), h('div', { class: 'field' }, h('label', { for: sid }, 'Sample event (JSON)'), sample), simBox)));
-  sample.id = sid;
+      h('div', { class: 'card' }, h('h2', {}, 'Simulation'), h('div', { class: 'field' }, h('label', { for: 'sample-event' }, 'Sample event (JSON)'), sample), simBox)));
   if (archived) f.querySelectorAll('input, select, textarea, button').forEach((e) => { e.disabled = true; });
   simulate();
 }

@@ -1,7 +1,7 @@
 // Ingest and query clients: general settings, authentication policy, runtime keys and, for
 // ingest clients, the OpenAPI document and copy-paste examples with the real URL.
 import * as api from '../api.js';
-import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, dialog, secretBox, copyButton, tabs } from '../ui.js';
+import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, dialog, secretBox, copyButton, tabs, act } from '../ui.js';
 import { state } from '../main.js';
 
 const lines = (a) => (a || []).join('\n');
@@ -65,7 +65,7 @@ async function clientDetail(ctx, kind) {
   const pid = ctx.params.pid;
   const id = ctx.params.id;
   const [c, models, apis, cas] = await Promise.all([api.get(`${coll(kind)}/${id}`), api.list(`/models?project_id=${pid}&status=active`), kind === 'query' ? api.list(`/analytics-apis?project_id=${pid}&status=active`) : [], api.list(`/client-cas?project_id=${pid}`)]);
-  const general = form(generalFields(kind, c, models, apis), { onSubmit: async (v) => { await api.put(`${coll(kind)}/${id}`, toBody(kind, v)); toast('Client saved'); } });
+  const general = form(generalFields(kind, c, models, apis), { onSubmit: async (v) => { await api.put(`${coll(kind)}/${id}`, toBody(kind, v)); toast('Client saved'); ctx.navigate(location.pathname, true); } });
   const keysBox = h('div', {});
   const panels = [
     { label: 'Settings', render: () => h('div', { class: 'card' }, general) },
@@ -76,12 +76,12 @@ async function clientDetail(ctx, kind) {
     panels.push({ label: 'Send data', render: () => examples(c, models) });
     panels.push({ label: 'OpenAPI', render: () => openapi(c) });
   }
-  const del = h('button', { class: 'danger', onclick: async () => {
+  const del = h('button', { class: 'danger', onclick: act(async () => {
     if (!(await confirm('Delete client', `Delete ${c.name} for good? Its runtime keys stop working at once.`, 'Delete'))) return;
     await api.del(`${coll(kind)}/${id}`);
     toast('Client deleted');
     ctx.navigate(`/p/${pid}${coll(kind)}`);
-  } }, 'Delete');
+  }) }, 'Delete');
   mount(ctx.el, pageHead(`${kind === 'ingest' ? 'Ingest' : 'Query'} client ${c.name}`, statusBadge(c.enabled ? 'enabled' : 'disabled'), del), tabs(panels));
   await renderKeys(keysBox, pid, kind, c);
   if (ctx.query.get('tab')) {
@@ -114,12 +114,12 @@ export async function renderKeys(box, pid, kind, c) {
       { label: 'Models', get: (k) => k.models.join(', ') || 'all of the client\'s' },
       { label: 'Expires', get: (k) => fmtTime(k.expires_at) },
       { label: 'State', get: (k) => statusBadge(k.revoked_at ? 'revoked' : 'active') },
-      { label: '', get: (k) => k.revoked_at ? null : h('button', { class: 'danger', onclick: async () => {
+      { label: '', get: (k) => k.revoked_at ? null : h('button', { class: 'danger', onclick: act(async () => {
         if (!(await confirm('Revoke key', `Revoke ${k.name}? It stops working at once, for good.`, 'Revoke'))) return;
         await api.del('/runtime-api-keys/' + k.id);
         toast('Key revoked');
         await renderKeys(box, pid, kind, c);
-      } }, 'Revoke') },
+      }) }, 'Revoke') },
     ], rows, { empty: 'No key yet.' }));
 }
 
@@ -127,7 +127,7 @@ function authForm(kind, c, cas) {
   const a = c.authentication || {};
   const jwt = a.jwt || {};
   const m = a.mtls || {};
-  return form([
+  const f = form([
     { name: 'mode', label: 'Mode', type: 'select', value: a.mode || 'any', options: [{ value: 'any', label: 'any: one listed method suffices' }, { value: 'all', label: 'all: every listed method' }] },
     { name: 'methods', label: 'Methods', type: 'checks', options: ['api_key', 'jwt', 'mtls'], value: a.methods || ['api_key'] },
     { name: 'transports', label: 'Transports', type: 'checks', options: ['http', 'websocket'], value: a.transports || ['http', 'websocket'] },
@@ -155,9 +155,12 @@ function authForm(kind, c, cas) {
       if (v.methods.includes('mtls')) b.mtls = { client_ca_ids: v.mtls_cas, allowed_uris: unlines(v.mtls_uris), allowed_subjects: unlines(v.mtls_subjects) };
       const out = await api.put(`${coll(kind)}/${c.id}/authentication`, b);
       c.authentication = out.authentication;
+      // Drawn again from what was stored: the secret field empties and says a secret is set.
+      f.replaceWith(authForm(kind, c, cas));
       toast('Authentication saved');
     },
   });
+  return f;
 }
 
 /** exampleRecord is a record the model accepts: a value of each field's type. */

@@ -38,10 +38,11 @@ export async function list(ctx) {
   return () => clearInterval(t);
 }
 
-function deliveryColumns(pid, reload) {
+function deliveryColumns(pid, reload, channels) {
+  const name = (id) => (channels.find((c) => c.id === id) || {}).name;
   return [
     { label: 'Kind', get: (d) => d.kind },
-    { label: 'Channel', get: (d) => `${d.channel_type}` },
+    { label: 'Channel', get: (d) => `${name(d.channel_id) || d.channel_id} (${d.channel_type})` },
     { label: 'Status', get: (d) => h('span', {}, statusBadge(d.status), d.waiting_reason ? h('span', { class: 'small muted' }, ` waiting: ${d.waiting_reason}`) : null) },
     { label: 'Attempts', num: true, get: (d) => d.attempts },
     { label: 'Next attempt', get: (d) => fmtTime(d.next_attempt_at) },
@@ -56,6 +57,7 @@ function deliveryColumns(pid, reload) {
 export async function detail(ctx) {
   const pid = ctx.params.pid;
   const id = ctx.params.id;
+  const channels = await api.list(`/notification-channels?project_id=${pid}`);
   async function render() {
     const i = await api.get('/alert-incidents/' + id);
     const act = (what) => async () => {
@@ -80,7 +82,7 @@ export async function detail(ctx) {
       { label: 'Selected fields', get: (o) => h('code', {}, JSON.stringify(o.selected || {})) },
     ], i.recent_occurrences || [], { empty: 'No occurrence kept.' }),
     h('h2', {}, 'Deliveries'),
-    table(deliveryColumns(pid, render), i.deliveries || [], { empty: 'No delivery: the alert has no enabled channel.' }));
+    table(deliveryColumns(pid, render, channels), i.deliveries || [], { empty: 'No delivery: the alert has no enabled channel.' }));
   }
   await render();
 }
@@ -92,11 +94,12 @@ export async function deliveries(ctx) {
     select('Status', 'status', [['', 'any'], ...['pending', 'delivering', 'delivered', 'failed', 'dead_letter'].map((s) => [s, s])], ''),
     select('Kind', 'kind', [['', 'any'], ...['opening', 'summary', 'resolution', 'test'].map((s) => [s, s])], ''),
     h('button', { type: 'submit' }, 'Filter'));
+  const channels = await api.list(`/notification-channels?project_id=${pid}`);
   async function load() {
     const params = new URLSearchParams({ project_id: pid });
     for (const k of ['status', 'kind']) { const v = filters.elements[k].value; if (v) params.set(k, v); }
     const pg = await api.page('/alert-deliveries?' + params, '', 100);
-    mount(box, table([{ label: 'Created', get: (d) => fmtTime(d.created_at) }, { label: 'Incident', get: (d) => d.incident_id ? h('a', { href: `/p/${pid}/incidents/${d.incident_id}` }, 'open') : 'test' }, ...deliveryColumns(pid, load)], pg.rows, { empty: 'The queue is empty.' }));
+    mount(box, table([{ label: 'Created', get: (d) => fmtTime(d.created_at) }, { label: 'Incident', get: (d) => d.incident_id ? h('a', { href: `/p/${pid}/incidents/${d.incident_id}` }, 'open') : 'test' }, ...deliveryColumns(pid, load, channels)], pg.rows, { empty: 'The queue is empty.' }));
   }
   mount(ctx.el, pageHead('Deliveries', h('button', { onclick: load }, 'Refresh')), h('p', { class: 'muted' }, 'Every notice is a row of a durable queue; failed ones retry with backoff, and you can retry a failed or dead-lettered one now.'), filters, box);
   await load();

@@ -1,6 +1,6 @@
 // Models: the list, and an editor that on an existing model offers only additive changes.
 import * as api from '../api.js';
-import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, nextId } from '../ui.js';
+import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, nextId, act } from '../ui.js';
 
 const types = ['string', 'integer', 'number', 'boolean', 'timestamp', 'object', 'array'];
 
@@ -79,12 +79,12 @@ export async function edit(ctx) {
   });
   if (!isNew) f.inputs.key.input.disabled = true;
   if (archived) f.querySelectorAll('input, select, textarea, button').forEach((e) => { e.disabled = true; });
-  const archive = !isNew && !archived ? h('button', { class: 'danger', onclick: async () => {
+  const archive = !isNew && !archived ? h('button', { class: 'danger', onclick: act(async () => {
     if (!(await confirm('Archive model', `Archive ${m.key}? Ingest into it stops; its records and history stay.`, 'Archive'))) return;
     await api.del('/models/' + m.id);
     toast('Model archived');
     ctx.navigate(`/p/${pid}/models`);
-  } }, 'Archive') : null;
+  }) }, 'Archive') : null;
   mount(ctx.el, pageHead(isNew ? 'New model' : `Model ${m.key}`, archived ? statusBadge('archived') : null, archive),
     h('div', { class: 'card' }, f));
 }

@@ -1,6 +1,6 @@
 // Runtime keys, Analytics APIs and bindings, warehouses, credentials and Client CAs.
 import * as api from '../api.js';
-import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, dialog, kv, badge } from '../ui.js';
+import { h, mount, form, table, pageHead, fmtTime, statusBadge, toast, confirm, dialog, kv, badge, act } from '../ui.js';
 
 function listPage(ctx, title, intro, button, rows, columns, empty) {
   mount(ctx.el, pageHead(title, button), h('p', { class: 'muted' }, intro), table(columns, rows, { empty }));
@@ -76,11 +76,11 @@ export async function analyticsDetail(ctx) {
       } }, 'Promote') : null },
     ], rows, { empty: 'No binding yet: bind the API to a warehouse to make it callable.' }), a.status === 'active' ? h('div', { class: 'row' }, add) : null);
   }
-  const archive = a.status === 'active' ? h('button', { class: 'danger', onclick: async () => {
+  const archive = a.status === 'active' ? h('button', { class: 'danger', onclick: act(async () => {
     if (!(await confirm('Archive Analytics API', `Archive ${a.key}? Its bindings retire and calls stop.`, 'Archive'))) return;
     await api.del('/analytics-apis/' + a.id);
     ctx.navigate(`/p/${pid}/analytics`);
-  } }, 'Archive') : null;
+  }) }, 'Archive') : null;
   mount(ctx.el, pageHead(`Analytics API ${a.key}`, statusBadge(a.status), archive),
     h('div', { class: 'grid2' }, h('div', { class: 'card' }, f), h('div', { class: 'card' }, h('h2', {}, 'Bindings'), bindBox)));
   await loadBindings();
@@ -141,7 +141,7 @@ export async function credentials(ctx) {
     ], {
       submit: 'Save',
       onSubmit: async (v) => {
-        if (c) { delete v.type; await api.put('/warehouse-credentials/' + c.id, v); } else await api.post('/warehouse-credentials', { ...v, project_id: pid });
+        if (c) await api.put('/warehouse-credentials/' + c.id, v); else await api.post('/warehouse-credentials', { ...v, project_id: pid });
         d.close();
         toast('Credential saved');
         await credentials(ctx);

@@ -32,7 +32,11 @@ export async function list(ctx) {
       { label: 'Description', get: (p) => p.description },
       { label: 'Created', get: (p) => fmtTime(p.created_at) },
     ], state.projects, { empty: 'No project yet: create the first one.' }));
-  if (ctx.query.get('new') && canWrite) open();
+  if (ctx.query.get('new')) {
+    // Opened once: a reload after closing the dialog shows the list, not the dialog again.
+    history.replaceState(null, '', '/projects');
+    if (canWrite) open();
+  }
 }
 
 export async function settings(ctx) {

@@ -202,20 +202,6 @@ func (s *Server) SetQueryURL(u string) { s.queryURL = u }
 // health and metrics.
 func (s *Server) ConsoleHandler() http.Handler {
 	m := s.newMux("console")
-	// Every GET outside the APIs is the web console's page (client-side routing); the
-	// APIs keep their JSON 404.
-	notFound := m.r.NotFound
-	app := withoutParams(m.wrap("app", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
-		s.serveIndex(w, r)
-		return nil
-	}))
-	m.r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isAppPath(r) {
-			app.ServeHTTP(w, r)
-			return
-		}
-		notFound.ServeHTTP(w, r)
-	})
 	s.registerConsoleApp(m)
 	m.handle(http.MethodGet, "/metrics", route{}, s.handleMetrics(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.registerAuthRoutes(m)

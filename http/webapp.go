@@ -141,10 +141,24 @@ func newAsset(name string, body []byte) *asset {
 	return a
 }
 
-// registerConsoleApp serves the web console: its files under the hashed prefix, and the
-// app itself for every other GET outside the APIs (client-side routing), through notFound.
+// registerConsoleApp serves the web console: its files under the hashed prefix, the app's
+// page for every other GET outside the APIs, and the app's bootstrap route.
 func (s *Server) registerConsoleApp(m *mux) {
 	app := console()
+	// Every GET outside the APIs is the app's page (client-side routing); the APIs keep
+	// their JSON 404.
+	notFound := m.r.NotFound
+	page := withoutParams(m.wrap("app", route{}, func(w http.ResponseWriter, r *http.Request, c *call) error {
+		s.serveIndex(w, r)
+		return nil
+	}))
+	m.r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isAppPath(r) {
+			page.ServeHTTP(w, r)
+			return
+		}
+		notFound.ServeHTTP(w, r)
+	})
 	m.r.Handle(http.MethodGet, "/assets/:hash/*file", s.serveAsset(app))
 	m.r.Handle(http.MethodHead, "/assets/:hash/*file", s.serveAsset(app))
 	m.handle(http.MethodGet, "/api/v1/console", route{}, s.handleConsoleConfig)

@@ -92,24 +92,7 @@ func TestConsoleEndToEnd(t *testing.T) {
 		}
 	}
 
-	// First run: the console asks for the owner.
-	b.navigate("/")
-	b.waitURL("/setup")
-	b.waitVisible("form input[name=email]")
-	both("setup")
-	b.typeInto("input[name=name]", "Ann Owner")
-	b.typeInto("input[name=email]", "ann@example.com")
-	b.typeInto("input[name=password]", "correct horse battery staple")
-	b.click("form button[type=submit]")
-
-	// A project, from the dialog setup leads to.
-	b.waitURL("/projects")
-	b.waitVisible("dialog input[name=name]")
-	b.typeInto("dialog input[name=name]", "Shop")
-	b.click("dialog button[type=submit]")
-	b.waitJS(`/^\/p\/prj_[0-9A-Z]{26}$/.test(location.pathname)`)
-	var pid string
-	b.eval("location.pathname.split('/')[2]", &pid)
+	pid := b.setupShop(both)
 	b.waitJS(`document.querySelector('#stat-records').textContent !== '—'`)
 
 	// A model with four fields.
@@ -405,6 +388,31 @@ func (b *browser) checkLabels(page string) {
 	if len(junk) > 0 {
 		b.t.Errorf("%s: junk text on the page: %q", page, junk)
 	}
+}
+
+// setupShop goes through first-run setup as Ann (the owner) and creates the project Shop
+// from the dialog setup leads to; it returns the project's id. shot, when set, captures
+// the setup page.
+func (b *browser) setupShop(shot func(string)) string {
+	b.t.Helper()
+	b.navigate("/")
+	b.waitURL("/setup")
+	b.waitVisible("form input[name=email]")
+	if shot != nil {
+		shot("setup")
+	}
+	b.typeInto("input[name=name]", "Ann Owner")
+	b.typeInto("input[name=email]", "ann@example.com")
+	b.typeInto("input[name=password]", "correct horse battery staple")
+	b.click("form button[type=submit]")
+	b.waitURL("/projects")
+	b.waitVisible("dialog input[name=name]")
+	b.typeInto("dialog input[name=name]", "Shop")
+	b.click("dialog button[type=submit]")
+	b.waitJS(`/^\/p\/prj_[0-9A-Z]{26}$/.test(location.pathname)`)
+	var pid string
+	b.eval("location.pathname.split('/')[2]", &pid)
+	return pid
 }
 
 // eval2bool evaluates a boolean expression.

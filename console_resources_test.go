@@ -123,20 +123,7 @@ func TestConsoleResources(t *testing.T) {
 
 	// First run, a project, and the models the pages need (made through the API: the
 	// model pages are TestConsoleEndToEnd's).
-	b.navigate("/")
-	b.waitURL("/setup")
-	b.waitVisible("form input[name=email]")
-	b.typeInto("input[name=name]", "Ann Owner")
-	b.typeInto("input[name=email]", "ann@example.com")
-	b.typeInto("input[name=password]", "correct horse battery staple")
-	b.click("form button[type=submit]")
-	b.waitURL("/projects")
-	b.waitVisible("dialog input[name=name]")
-	b.typeInto("dialog input[name=name]", "Shop")
-	b.click("dialog button[type=submit]")
-	b.waitJS(`/^\/p\/prj_[0-9A-Z]{26}$/.test(location.pathname)`)
-	var pid string
-	b.eval("location.pathname.split('/')[2]", &pid)
+	pid := b.setupShop(nil)
 	for _, m := range []map[string]any{
 		{"project_id": pid, "key": "audit", "fields": []map[string]any{{"name": "actor", "type": "string"}, {"name": "action", "type": "string"}}},
 		{"project_id": pid, "key": "requests", "fields": []map[string]any{{"name": "service", "type": "string"}, {"name": "status", "type": "string"}, {"name": "duration_ms", "type": "integer"}}},

@@ -117,7 +117,14 @@ export function dialog(title, content, actions = [{ label: 'Close' }]) {
     },
   }, a.label)));
   d.append(h('div', { class: 'dialog-head' }, h('h2', {}, title)), body, foot);
-  d.addEventListener('close', () => d.remove());
+  // Focus goes back where it was; when the action redrew that part of the page, to the
+  // main area rather than to the document.
+  const opener = document.activeElement;
+  d.addEventListener('close', () => {
+    d.remove();
+    if (opener && opener.isConnected && typeof opener.focus === 'function') opener.focus();
+    else document.getElementById('main').focus();
+  });
   document.body.append(d);
   d.showModal();
   return { el: d, close, body };

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,26 +18,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
-
-// switchReceiver is a webhook receiver whose answer the test sets: a 500 first, to see a
-// delivery fail, then a 204 once the delivery is retried.
-type switchReceiver struct {
-	status atomic.Int32
-	hits   atomic.Int32
-}
-
-func (rcv *switchReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
-	rcv.hits.Add(1)
-	w.WriteHeader(int(rcv.status.Load()))
-}
 
 // TestConsoleResources drives the console pages TestConsoleEndToEnd does not, as a
 // demanding user would: members and roles, a second workspace and the switcher,
@@ -52,48 +37,25 @@ func TestConsoleResources(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	p := startServe(t, freeArgs(dir)...)
 	defer p.stop(t)
-	rcv := &switchReceiver{}
+	rcv := &webhookReceiver{}
 	rcv.status.Store(http.StatusInternalServerError)
 	hook := httptest.NewServer(rcv)
 	defer hook.Close()
 
 	b := newBrowser(t, p.base)
-	both := func(name string) {
-		t.Helper()
-		b.checkLabels(name)
-		for _, theme := range []string{"dark", "light"} {
-			b.setTheme(theme)
-			b.screenshot(name)
-		}
-	}
+	both := b.capture
 	// call is the console API with the browser's session, for fixtures and for checking
 	// what a page claims against the server.
 	call := func(method, path string, body any) json.RawMessage {
 		t.Helper()
 		var session string
 		b.eval(`localStorage.getItem('lookout.session')`, &session)
-		var rd io.Reader
-		if body != nil {
-			raw, _ := json.Marshal(body)
-			rd = bytes.NewReader(raw)
+		st, env := client{t: t, base: p.base, auth: session}.do(method, "/api/v1"+path, body)
+		if st >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, st, env["message"])
 		}
-		req, _ := http.NewRequest(method, p.base+"/api/v1"+path, rd)
-		req.Header.Set("Authorization", "Bearer "+session)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var env struct {
-			Error   bool            `json:"error"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || env.Error {
-			t.Fatalf("%s %s: %d %v %s", method, path, resp.StatusCode, err, env.Message)
-		}
-		return env.Data
+		raw, _ := json.Marshal(env["data"])
+		return raw
 	}
 	// selectText picks the option of the select sel whose text is text, as a user would
 	// (firing change).

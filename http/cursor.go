@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -112,16 +113,27 @@ func listIdentity(r *http.Request) string {
 	return sb.String()
 }
 
+// intParam reads an optional integer query parameter within lo..hi (def when absent; a
+// present but empty or out-of-range value is a 400 naming it).
+func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
+	v, ok := r.URL.Query()[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v[0])
+	if err != nil || n < lo || n > hi {
+		return 0, store.Invalid(store.FieldError{Field: name, Message: fmt.Sprintf("must be an integer from %d to %d", lo, hi)})
+	}
+	return n, nil
+}
+
 // pageParams reads limit (default 50, 1..200; present but empty is a 400 too) and cursor.
 func (s *Server) pageParams(r *http.Request) (store.Page, error) {
 	q := r.URL.Query()
 	p := store.Page{Limit: 50}
-	if _, ok := q["limit"]; ok {
-		n, err := strconv.Atoi(q.Get("limit"))
-		if err != nil || n < 1 || n > 200 {
-			return p, store.Invalid(store.FieldError{Field: "limit", Message: "must be an integer from 1 to 200"})
-		}
-		p.Limit = n
+	var err error
+	if p.Limit, err = intParam(r, "limit", 50, 1, 200); err != nil {
+		return p, err
 	}
 	if _, ok := q["cursor"]; ok {
 		after, err := s.cursors.open(listIdentity(r), q.Get("cursor"))

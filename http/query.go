@@ -298,16 +298,3 @@ func (s *Server) handleActivity(w http.ResponseWriter, r *http.Request, c *call)
 	writeData(w, http.StatusOK, map[string]any{"project_id": c.project.ID, "from": from, "step_seconds": 3600, "records": recs, "alerts": al})
 	return nil
 }
-
-// intParam reads an optional integer query parameter within lo..hi.
-func intParam(r *http.Request, name string, def, lo, hi int) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, store.Invalid(store.FieldError{Field: name, Message: fmt.Sprintf("must be an integer from %d to %d", lo, hi)})
-	}
-	return n, nil
-}

@@ -952,6 +952,7 @@ func TestConsoleActivity(t *testing.T) {
 		{name: "stranger", method: "GET", auth: bearer(w.strangerSes), url: p + "/activity", status: strangerStatus, notContains: []string{`"records"`}},
 		{name: "hours out of range", method: "GET", auth: bearer(w.memberSes), url: p + "/activity?hours=97", status: 400, contains: []string{`"field":"hours"`}},
 		{name: "days not a number", method: "GET", auth: bearer(w.memberSes), url: p + "/activity?days=x", status: 400, contains: []string{`"field":"days"`}},
+		{name: "hours present but empty", method: "GET", auth: bearer(w.memberSes), url: p + "/activity?hours=", status: 400, contains: []string{`"field":"hours"`}},
 	} {
 		t.Run(sc.name, func(t *testing.T) { qw.run(t, sc) })
 	}

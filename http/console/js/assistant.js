@@ -67,7 +67,7 @@ const QUOTES = { '"': '"', "'": "'", '“': '”', '‘': '’', '`': '`', '«':
 const OPS = ['>=', '<=', '!=', '<>', '==', '=~', '=', '>', '<', '≥', '≤', '≠'];
 
 /** tokenize splits text into words, quoted strings, /regex/ literals, operators and punctuation. */
-export function tokenize(text) {
+function tokenize(text) {
   const out = [];
   const push = (kind, t, start, end) => out.push({ kind, t, low: kind === 'word' || kind === 'op' || kind === 'punct' ? t.toLowerCase().replace(/’/g, "'") : t, start, end });
   let i = 0;
@@ -528,7 +528,7 @@ function splitClauses(toks, ctx) {
 }
 
 /** alertName makes a short title from the text: "Errors from checkout slower than 500 ms". */
-export function alertName(text) {
+function alertName(text) {
   const flat = String(text || '').replace(/\s+/g, ' ').trim();
   let s = flat.replace(/^(please\s+)?((alert|tell|notify|ping|warn|page)\s+(me|us)|let\s+(me|us)\s+know)\s+(when(ever)?|if|about|of|on)\s+/i, '')
     .replace(/^(any|all|every)\s+/i, '').replace(/[.!?,;:\s]+$/, '') || flat;

@@ -302,8 +302,6 @@ export function act(fn) {
   };
 }
 
-export function link(href, text, attrs = {}) { return h('a', { href, ...attrs }, text); }
-
 // In-page links (the skip link) move focus to their target. This listener runs before the
 // router's (this module loads first) and claims the click: the router would take the link
 // as a navigation to the same page, draw it again and leave focus on the link.
